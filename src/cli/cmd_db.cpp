@@ -1,0 +1,100 @@
+// db migrate | db status
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include "cli/context.hpp"
+#include "core/embedded.hpp"
+#include "core/store/migrate.hpp"
+
+namespace rc::cli {
+namespace {
+
+struct {
+  bool dry_run = false;
+} opt;
+
+json status_json(const std::string& where, const std::string& dialect, const store::SchemaStatus& st, bool exists) {
+  json applied = json::array();
+  for (auto& a : st.applied)
+    applied.push_back({{"version", a.version}, {"name", a.name}, {"applied_at", format_utc(a.applied_at)}});
+  return {{"database", where},
+          {"dialect", dialect},
+          {"exists", exists},
+          {"current_version", st.current},
+          {"latest_version", st.latest},
+          {"pending", st.pending},
+          {"modified", st.modified},
+          {"applied", applied},
+          {"state", st.newer() ? "newer" : st.pending.empty() ? "current" : "pending"}};
+}
+
+Exit run_status(Ctx& ctx) {
+  auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
+  store::SchemaStatus st;
+  std::string where;
+  bool exists = true;
+  struct stat sb;
+  if (dsn.dialect == store::Dialect::sqlite && ::stat(dsn.target.c_str(), &sb) != 0) {
+    // Report without creating the file: status never writes.
+    exists = false;
+    where = "sqlite:" + dsn.target;
+    for (auto& m : embedded::migrations())
+      if (m.dialect == "sqlite") {
+        st.pending.push_back(m.name);
+        st.latest = std::max(st.latest, m.version);
+      }
+  } else {
+    auto s = ctx.open_store_unchecked(false);
+    st = store::schema_status(*s);
+    where = s->describe();
+  }
+  ctx.out.record(status_json(where, store::dialect_name(dsn.dialect), st, exists));
+  if (!ctx.out.json_mode()) {
+    if (st.newer()) ctx.out.text("the schema is newer than this rewardctl: upgrade rewardctl");
+    else if (!st.pending.empty()) ctx.out.text("run `rewardctl db migrate` to apply the pending migrations");
+  }
+  for (auto& m : st.modified) spdlog::warn("migration {} was changed after it was applied", m);
+  return st.up_to_date() ? Exit::ok : Exit::findings;
+}
+
+Exit run_migrate(Ctx& ctx) {
+  if (opt.dry_run) {
+    auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
+    struct stat sb;
+    std::vector<std::string> pending;
+    std::string where = "sqlite:" + dsn.target;
+    if (dsn.dialect == store::Dialect::sqlite && ::stat(dsn.target.c_str(), &sb) != 0) {
+      for (auto& m : embedded::migrations())
+        if (m.dialect == "sqlite") pending.push_back(m.name);
+    } else {
+      auto s = ctx.open_store_unchecked(false);
+      auto st = store::schema_status(*s);
+      if (st.newer()) store::require_current_schema(*s);
+      pending = st.pending;
+      where = s->describe();
+    }
+    ctx.out.record({{"database", where}, {"dry_run", true}, {"would_apply", pending}});
+    return Exit::ok;
+  }
+  auto s = ctx.open_store_unchecked(true);
+  auto applied = store::migrate(*s, ctx.now());
+  auto st = store::schema_status(*s);
+  for (auto& a : applied) spdlog::info("applied migration {}", a);
+  if (applied.empty()) spdlog::info("schema already current at version {}", st.current);
+  ctx.out.record({{"database", s->describe()}, {"applied", applied}, {"current_version", st.current}});
+  return Exit::ok;
+}
+
+}  // namespace
+
+void register_db(CLI::App& app, Ctx& ctx) {
+  auto* db = app.add_subcommand("db", "Database schema: migrate, status")->require_subcommand(1);
+  auto* migrate = db->add_subcommand("migrate", "Create the database if needed and apply pending migrations");
+  migrate->add_flag("--dry-run", opt.dry_run, "List the migrations that would be applied; change nothing");
+  migrate->callback([&ctx] { ctx.action = [&ctx] { return run_migrate(ctx); }; });
+  auto* status = db->add_subcommand("status", "Show the schema version; exit 1 while migrations are pending");
+  status->callback([&ctx] { ctx.action = [&ctx] { return run_status(ctx); }; });
+}
+
+}  // namespace rc::cli

@@ -1,0 +1,36 @@
+#pragma once
+// What every command handler gets: layered settings, the clock, the output and a way to open the
+// store. Handlers return an exit code or throw rc::Error.
+#include <functional>
+#include <memory>
+
+#include "cli/output.hpp"
+#include "core/clock.hpp"
+#include "core/config.hpp"
+#include "core/store/store.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace rc::cli {
+
+struct Ctx {
+  Overrides flags;
+  Settings settings;
+  std::unique_ptr<Clock> clock;
+  Output out;
+  std::function<Exit()> action;  // set by the subcommand that was chosen, run after parsing
+
+  // Opens the configured database and refuses one whose schema is not exactly this binary's.
+  std::unique_ptr<store::Store> open_store();
+  // Opens without the schema check (db migrate / db status). create: may create the SQLite file.
+  std::unique_ptr<store::Store> open_store_unchecked(bool create);
+  Millis now() const { return clock->now_ms(); }
+};
+
+// Each command group registers its subcommands; the callback only records ctx.action.
+void register_db(CLI::App& app, Ctx& ctx);
+void register_help(CLI::App& app, Ctx& ctx);
+
+}  // namespace rc::cli

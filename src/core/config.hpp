@@ -1,0 +1,45 @@
+#pragma once
+// Settings layered as flags > REWARDCTL_* environment > rewardctl.toml > defaults.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <toml++/toml.h>
+
+namespace rc {
+
+struct Overrides {  // what the command line said; empty = not given
+  std::optional<std::string> config, db, output, log_level, log_file, operator_name;
+  bool quiet = false;
+};
+
+struct Settings {
+  std::string config_path;             // the file that was read, empty when none
+  std::string db_url = "sqlite:rewardctl.db";
+  std::string db_url_source = "default";  // flag, env, file or default: named in error messages
+  int db_busy_timeout_ms = 5000;
+  int db_retries = 8;
+  std::string output = "table";        // table | json
+  std::string log_level = "info";      // trace debug info warn error off
+  std::string log_file;
+  std::string operator_name;           // recorded on every mutating action
+  bool quiet = false;
+  bool review_required = true;
+  bool review_distinct_approvers = true;
+  toml::table file;                    // the whole file, for sections such as [channels.NAME]
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+// Layers the settings. Throws Error(config) naming file:line:column for a malformed file, an unknown
+// key, a wrong type or a literal secret.
+Settings load_settings(const Overrides& flags, const GetEnv& getenv);
+
+// Resolves a secret reference: "env:NAME" or "file:PATH". `what` names the setting in errors.
+// Literal secrets are refused (Error config): secrets never live in the config file itself.
+std::string resolve_secret(const std::string& ref, const std::string& what, const GetEnv& getenv);
+
+// The login name of the person running the command (for --operator's default).
+std::string login_name(const GetEnv& getenv);
+
+}  // namespace rc

@@ -1,0 +1,24 @@
+#include "core/error.hpp"
+
+namespace rc {
+
+const std::vector<ExitInfo>& exit_table() {
+  static const std::vector<ExitInfo> t = {
+      {Exit::ok, "ok", "success, including nothing to do"},
+      {Exit::findings, "findings", "findings or generic failure: lint errors, reconcile diffs, pending migrations, "
+                                   "a rejected claim, an illegal state transition"},
+      {Exit::partial, "partial", "partial success: some rows were rejected (under --max-rejects)"},
+      {Exit::usage, "usage", "command line usage error: unknown flag, missing argument"},
+      {Exit::data, "data", "bad input data: malformed file, invalid definition; nothing was written"},
+      {Exit::no_input, "no_input", "input file missing or unreadable"},
+      {Exit::unavailable, "unavailable", "database unavailable, or still failing after bounded retries"},
+      {Exit::internal, "internal", "internal error (a bug: please report it)"},
+      {Exit::temp_fail, "temp_fail", "lock held by another run, or a concurrent change: try again later"},
+      {Exit::no_perm, "no_perm", "not permitted: a review or approval rule forbids it"},
+      {Exit::config, "config", "configuration error, or the database schema is not at this version (run db migrate)"},
+      {Exit::interrupted, "interrupted", "interrupted by a signal (SIGINT/SIGTERM)"},
+  };
+  return t;
+}
+
+}  // namespace rc

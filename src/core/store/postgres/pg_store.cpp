@@ -1,0 +1,256 @@
+// PostgreSQL implementation of the Store (libpqxx 6.4): one connection, statements prepared once
+// per connection, READ COMMITTED transactions whose correctness rests on conditional updates and
+// unique keys, and bounded retries on serialization failures and deadlocks.
+#include <pqxx/pqxx>
+
+#include <array>
+#include <unordered_map>
+
+#include "core/store/store.hpp"
+
+namespace rc::store {
+namespace {
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  std::string r = nl == std::string::npos ? s : s.substr(0, nl);
+  while (!r.empty() && (r.back() == ' ' || r.back() == '\r')) r.pop_back();
+  return r;
+}
+
+[[noreturn]] void rethrow_pg(const std::exception& ex, const std::string& sql) {
+  if (auto* u = dynamic_cast<const pqxx::unique_violation*>(&ex)) throw UniqueViolation(first_line(u->what()));
+  if (dynamic_cast<const pqxx::serialization_failure*>(&ex) || dynamic_cast<const pqxx::deadlock_detected*>(&ex))
+    throw Retryable(first_line(ex.what()));
+  if (dynamic_cast<const pqxx::broken_connection*>(&ex))
+    throw Error(Exit::unavailable, "lost the PostgreSQL connection: " + first_line(ex.what()));
+  if (auto* se = dynamic_cast<const pqxx::sql_error*>(&ex)) {
+    const std::string st = se->sqlstate();
+    if (st == "40001" || st == "40P01" || st == "55P03") throw Retryable(first_line(se->what()));
+    if (st.rfind("08", 0) == 0 || st.rfind("57", 0) == 0 || st.rfind("53", 0) == 0)
+      throw Error(Exit::unavailable, "PostgreSQL: " + first_line(se->what()));
+    throw Error(Exit::internal, "PostgreSQL " + st + ": " + first_line(se->what()) + " in: " + sql.substr(0, 200));
+  }
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&ex))
+    throw Error(Exit::unavailable, "PostgreSQL commit outcome unknown (connection lost during COMMIT): " +
+                                       first_line(ex.what()));
+  throw Error(Exit::internal, std::string("PostgreSQL: ") + first_line(ex.what()));
+}
+
+Result convert(const pqxx::result& r) {
+  Result out;
+  int ncol = r.columns();
+  for (int c = 0; c < ncol; ++c) out.columns.emplace_back(r.column_name(c));
+  out.rows.reserve(r.size());
+  for (const auto& row : r) {
+    Row o;
+    o.cells.reserve(ncol);
+    for (int c = 0; c < ncol; ++c) {
+      const auto& f = row[c];
+      if (f.is_null()) o.cells.emplace_back(std::monostate{});
+      else o.cells.emplace_back(std::string(f.c_str(), f.size()));
+    }
+    out.rows.push_back(std::move(o));
+  }
+  out.affected = r.affected_rows();
+  return out;
+}
+
+class PgSession : public Tx {
+ public:
+  PgSession(pqxx::connection& c, pqxx::transaction_base& t, std::unordered_map<std::string, std::string>& prepared)
+      : conn_(c), t_(t), prepared_(prepared) {}
+  Dialect dialect() const override { return Dialect::postgres; }
+
+  Result query(const std::string& sql, const Params& params) override {
+    try {
+      auto it = prepared_.find(sql);
+      std::string name;
+      if (it == prepared_.end()) {
+        name = "rc" + std::to_string(prepared_.size() + 1);
+        conn_.prepare(name, sql);
+        prepared_.emplace(sql, name);
+      } else {
+        name = it->second;
+      }
+      std::vector<std::string> storage;
+      storage.reserve(params.size());
+      std::vector<const char*> ptrs;
+      ptrs.reserve(params.size());
+      for (const auto& v : params) {
+        if (auto p = std::get_if<int64_t>(&v)) {
+          storage.push_back(std::to_string(*p));
+          ptrs.push_back(nullptr);
+        } else if (auto s = std::get_if<std::string>(&v)) {
+          storage.push_back(*s);
+          ptrs.push_back(nullptr);
+        } else {
+          storage.emplace_back();
+          ptrs.push_back(nullptr);
+        }
+      }
+      for (size_t i = 0; i < params.size(); ++i)
+        if (!std::holds_alternative<std::monostate>(params[i])) ptrs[i] = storage[i].c_str();
+      return convert(t_.exec_prepared(name, pqxx::prepare::make_dynamic_params(ptrs)));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrow_pg(e, sql);
+    }
+  }
+
+  void exec_script(const std::string& sql) override {
+    try {
+      t_.exec(sql);
+    } catch (const std::exception& e) {
+      rethrow_pg(e, sql);
+    }
+  }
+
+  pqxx::transaction_base& raw() { return t_; }
+
+ private:
+  pqxx::connection& conn_;
+  pqxx::transaction_base& t_;
+  std::unordered_map<std::string, std::string>& prepared_;
+};
+
+class PgBulk : public BulkWriter {
+ public:
+  PgBulk(pqxx::transaction_base& t, const std::string& table, const std::vector<std::string>& cols)
+      : stream_(t, table, cols), ncol_(cols.size()) {}
+  void write_row(const std::vector<std::optional<std::string>>& row) override {
+    if (row.size() != ncol_) throw Error(Exit::internal, "COPY row has the wrong number of columns");
+    try {
+      switch (ncol_) {
+        case 1: put<1>(row); break;
+        case 2: put<2>(row); break;
+        case 3: put<3>(row); break;
+        case 4: put<4>(row); break;
+        case 5: put<5>(row); break;
+        case 6: put<6>(row); break;
+        case 7: put<7>(row); break;
+        case 8: put<8>(row); break;
+        default: throw Error(Exit::internal, "COPY supports 1 to 8 columns");
+      }
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrow_pg(e, "COPY");
+    }
+  }
+  void finish() override {
+    try {
+      stream_.complete();
+    } catch (const std::exception& e) {
+      rethrow_pg(e, "COPY");
+    }
+  }
+
+ private:
+  // libpqxx 6.4 streams tuples only; std::array is one, and a null const char* becomes \\N.
+  template <size_t N>
+  void put(const std::vector<std::optional<std::string>>& row) {
+    std::array<const char*, N> a;
+    for (size_t i = 0; i < N; ++i) a[i] = row[i] ? row[i]->c_str() : nullptr;
+    stream_ << a;
+  }
+  pqxx::stream_to stream_;
+  size_t ncol_;
+};
+
+class PgStore : public Store {
+ public:
+  PgStore(const std::string& conninfo, const StoreOptions& o) : opts_(o) {
+    try {
+      conn_ = std::make_unique<pqxx::connection>(conninfo);
+    } catch (const std::exception& e) {
+      throw Error(Exit::unavailable, "cannot connect to PostgreSQL: " + first_line(e.what()) +
+                                         " (check --db, REWARDCTL_DB or PGHOST/PGPORT/PGSERVICE)");
+    }
+    desc_ = "postgresql host=" + std::string(conn_->hostname() ? conn_->hostname() : "") +
+            " port=" + std::string(conn_->port() ? conn_->port() : "") +
+            " dbname=" + std::string(conn_->dbname() ? conn_->dbname() : "");
+    try {
+      pqxx::nontransaction n(*conn_);
+      n.exec("SET lock_timeout = '" + std::to_string(std::max(1, o.busy_timeout_ms)) + "ms'");
+    } catch (const std::exception& e) {
+      rethrow_pg(e, "SET lock_timeout");
+    }
+  }
+
+  Dialect dialect() const override { return Dialect::postgres; }
+  std::string describe() const override { return desc_; }
+  int64_t retries_used() const override { return retries_; }
+
+  void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        if (mode == TxMode::write) {
+          pqxx::work w(*conn_);
+          run(w, fn);
+        } else {
+          pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> w(*conn_);
+          run(w, fn);
+        }
+        return;
+      } catch (const Retryable& e) {
+        if (attempt >= opts_.retries)
+          throw Error(Exit::unavailable, std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)");
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        try {
+          rethrow_pg(e, "COMMIT");
+        } catch (const Retryable& r) {
+          if (attempt >= opts_.retries) throw Error(Exit::unavailable, r.what());
+        }
+      }
+      ++retries_;
+      retry_backoff(attempt + 1);
+    }
+  }
+
+  Result query(const std::string& sql, const Params& params) override {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        pqxx::nontransaction n(*conn_);
+        PgSession s(*conn_, n, prepared_);
+        return s.query(sql, params);
+      } catch (const Retryable& e) {
+        if (attempt >= opts_.retries) throw Error(Exit::unavailable, e.what());
+      }
+      ++retries_;
+      retry_backoff(attempt + 1);
+    }
+  }
+
+  std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
+                                          const std::vector<std::string>& columns) override {
+    auto& s = dynamic_cast<PgSession&>(tx);
+    return std::make_unique<PgBulk>(s.raw(), table, columns);
+  }
+
+ private:
+  template <class W>
+  void run(W& w, const std::function<void(Tx&)>& fn) {
+    PgSession s(*conn_, w, prepared_);
+    fn(s);
+    if (s.rollback_requested()) w.abort();
+    else w.commit();
+  }
+
+  StoreOptions opts_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unordered_map<std::string, std::string> prepared_;
+  std::string desc_;
+  int64_t retries_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_postgres(const std::string& conninfo, const StoreOptions& opts) {
+  return std::make_unique<PgStore>(conninfo, opts);
+}
+
+}  // namespace rc::store

@@ -1,0 +1,243 @@
+// SQLite implementation of the Store: one connection, WAL, a busy timeout, BEGIN IMMEDIATE for
+// writes (busy_timeout does not protect a deferred transaction that reads before it writes), and a
+// per-connection cache of prepared statements.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <unordered_map>
+
+#include "core/store/store.hpp"
+
+namespace rc::store {
+namespace {
+
+// $1 -> ?1 outside string literals, so one SQL text serves both dialects.
+std::string to_sqlite_placeholders(const std::string& sql) {
+  std::string out;
+  out.reserve(sql.size());
+  bool in_str = false;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (c == '\'') in_str = !in_str;
+    if (!in_str && c == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      out += '?';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+bool is_busy(int code) { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
+
+[[noreturn]] void rethrow(const SQLite::Exception& e, const std::string& sql) {
+  int ext = e.getExtendedErrorCode();
+  int code = e.getErrorCode();
+  if (is_busy(code)) throw Retryable(std::string("database is busy: ") + e.what());
+  if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
+    throw UniqueViolation(e.what());
+  if (code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_CANTOPEN || code == SQLITE_READONLY ||
+      code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+    throw Error(Exit::unavailable, std::string("SQLite: ") + e.what());
+  throw Error(Exit::internal, std::string("SQLite: ") + e.what() + " in: " + sql.substr(0, 200));
+}
+
+class SqliteSession : public Tx {
+ public:
+  explicit SqliteSession(SQLite::Database& db, std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>>& c)
+      : db_(db), cache_(c) {}
+  Dialect dialect() const override { return Dialect::sqlite; }
+
+  Result query(const std::string& sql, const Params& params) override {
+    SQLite::Statement* st = nullptr;
+    try {
+      auto it = cache_.find(sql);
+      if (it == cache_.end()) {
+        auto p = std::make_unique<SQLite::Statement>(db_, to_sqlite_placeholders(sql));
+        st = p.get();
+        cache_.emplace(sql, std::move(p));
+      } else {
+        st = it->second.get();
+      }
+      st->tryReset();
+      st->clearBindings();
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Value& v = params[i];
+        int idx = int(i) + 1;
+        if (auto p = std::get_if<int64_t>(&v)) st->bind(idx, static_cast<int64_t>(*p));
+        else if (auto s = std::get_if<std::string>(&v)) st->bind(idx, *s);
+        else st->bind(idx);
+      }
+      Result r;
+      const int changes_before = sqlite3_total_changes(db_.getHandle());
+      int ncol = st->getColumnCount();
+      for (int c = 0; c < ncol; ++c) r.columns.emplace_back(st->getColumnName(c));
+      while (st->executeStep()) {
+        Row row;
+        row.cells.reserve(ncol);
+        for (int c = 0; c < ncol; ++c) {
+          SQLite::Column col = st->getColumn(c);
+          if (col.isNull()) row.cells.emplace_back(std::monostate{});
+          else if (col.isInteger()) row.cells.emplace_back(int64_t(col.getInt64()));
+          else row.cells.emplace_back(col.getString());
+        }
+        r.rows.push_back(std::move(row));
+      }
+      r.affected = sqlite3_total_changes(db_.getHandle()) - changes_before;
+      st->tryReset();
+      return r;
+    } catch (const SQLite::Exception& e) {
+      if (st) st->tryReset();
+      rethrow(e, sql);
+    }
+  }
+
+  void exec_script(const std::string& sql) override {
+    try {
+      db_.exec(sql);
+    } catch (const SQLite::Exception& e) {
+      rethrow(e, sql);
+    }
+  }
+
+ private:
+  SQLite::Database& db_;
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>>& cache_;
+};
+
+class SqliteStore : public Store {
+ public:
+  SqliteStore(const std::string& path, const StoreOptions& o) : path_(path), opts_(o) {
+    struct stat sb;
+    bool exists = ::stat(path.c_str(), &sb) == 0;
+    if (!exists && !o.create_if_missing)
+      throw Error(Exit::config, "database sqlite:" + path + " does not exist: run `rewardctl db migrate` to create it");
+    auto slash = path.rfind('/');
+    if (!exists && slash != std::string::npos && slash > 0) {
+      std::string dir = path.substr(0, slash);
+      if (::stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+        throw Error(Exit::unavailable,
+                    "cannot create database sqlite:" + path + ": directory " + dir + " does not exist");
+    }
+    try {
+      int flags = SQLite::OPEN_READWRITE | (o.create_if_missing ? SQLite::OPEN_CREATE : 0);
+      db_ = std::make_unique<SQLite::Database>(path, flags, o.busy_timeout_ms);
+      // Reading the schema fails here, not later, when the file is not a database.
+      db_->exec("PRAGMA foreign_keys=ON");
+      std::string mode = db_->execAndGet("PRAGMA journal_mode").getString();
+      if (mode != "wal") db_->exec("PRAGMA journal_mode=WAL");
+      db_->exec("PRAGMA synchronous=FULL");  // money: a commit survives power loss
+    } catch (const SQLite::Exception& e) {
+      if (is_busy(e.getErrorCode()))
+        throw Error(Exit::temp_fail, "database sqlite:" + path + " is locked by another process: try again");
+      throw Error(Exit::unavailable, "cannot open database sqlite:" + path + ": " + e.what());
+    }
+  }
+  ~SqliteStore() override {
+    cache_.clear();
+  }
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+  std::string describe() const override { return "sqlite:" + path_; }
+  int64_t retries_used() const override { return retries_; }
+
+  void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
+    for (int attempt = 0;; ++attempt) {
+      SqliteSession s(*db_, cache_);
+      bool open = false;
+      try {
+        db_->exec(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN");
+        open = true;
+        fn(s);
+        if (s.rollback_requested()) {
+          db_->exec("ROLLBACK");
+        } else {
+          db_->exec("COMMIT");
+        }
+        return;
+      } catch (const SQLite::Exception& e) {
+        if (open) rollback();
+        if (!is_busy(e.getErrorCode())) rethrow(e, "BEGIN/COMMIT");
+        if (attempt >= opts_.retries)
+          throw Error(Exit::unavailable, "database stayed busy after " + std::to_string(attempt + 1) + " attempts");
+      } catch (const Retryable& e) {
+        if (open) rollback();
+        if (attempt >= opts_.retries)
+          throw Error(Exit::unavailable, std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)");
+      } catch (...) {
+        if (open) rollback();
+        throw;
+      }
+      ++retries_;
+      retry_backoff(attempt + 1);
+    }
+  }
+
+  Result query(const std::string& sql, const Params& params) override {
+    SqliteSession s(*db_, cache_);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return s.query(sql, params);
+      } catch (const Retryable& e) {
+        if (attempt >= opts_.retries) throw Error(Exit::unavailable, e.what());
+      }
+      ++retries_;
+      retry_backoff(attempt + 1);
+    }
+  }
+
+  std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
+                                          const std::vector<std::string>& columns) override;
+
+ private:
+  void rollback() {
+    try {
+      if (!db_->getHandle() || sqlite3_get_autocommit(db_->getHandle())) return;
+      db_->exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+  std::string path_;
+  StoreOptions opts_;
+  std::unique_ptr<SQLite::Database> db_;
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
+  int64_t retries_ = 0;
+};
+
+class SqliteBulk : public BulkWriter {
+ public:
+  SqliteBulk(Tx& tx, std::string sql, size_t ncol) : tx_(tx), sql_(std::move(sql)), ncol_(ncol) {}
+  void write_row(const std::vector<std::optional<std::string>>& row) override {
+    Params p;
+    p.reserve(ncol_);
+    for (auto& c : row) p.push_back(c ? Value(*c) : kNull);
+    tx_.query(sql_, p);
+  }
+  void finish() override {}
+
+ private:
+  Tx& tx_;
+  std::string sql_;
+  size_t ncol_;
+};
+
+std::unique_ptr<BulkWriter> SqliteStore::bulk_writer(Tx& tx, const std::string& table,
+                                                     const std::vector<std::string>& columns) {
+  std::string sql = "INSERT INTO " + table + " (";
+  std::string vals;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    sql += (i ? "," : "") + columns[i];
+    vals += (i ? ",$" : "$") + std::to_string(i + 1);
+  }
+  sql += ") VALUES (" + vals + ")";
+  return std::make_unique<SqliteBulk>(tx, sql, columns.size());
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite(const std::string& path, const StoreOptions& opts) {
+  return std::make_unique<SqliteStore>(path, opts);
+}
+
+}  // namespace rc::store

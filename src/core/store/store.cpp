@@ -1,0 +1,76 @@
+#include "core/store/store.hpp"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+namespace rc::store {
+
+const char* dialect_name(Dialect d) { return d == Dialect::sqlite ? "sqlite" : "postgres"; }
+
+bool Row::is_null(size_t i) const { return std::holds_alternative<std::monostate>(cells.at(i)); }
+
+int64_t Row::i64(size_t i) const {
+  const Value& v = cells.at(i);
+  if (auto p = std::get_if<int64_t>(&v)) return *p;
+  if (auto s = std::get_if<std::string>(&v)) {
+    size_t pos = 0;
+    try {
+      int64_t r = std::stoll(*s, &pos);
+      if (pos == s->size()) return r;
+    } catch (const std::exception&) {
+    }
+    throw Error(Exit::internal, "column " + std::to_string(i) + " is not an integer: '" + *s + "'");
+  }
+  throw Error(Exit::internal, "column " + std::to_string(i) + " is NULL where an integer was expected");
+}
+
+std::string Row::str(size_t i) const {
+  const Value& v = cells.at(i);
+  if (auto s = std::get_if<std::string>(&v)) return *s;
+  if (auto p = std::get_if<int64_t>(&v)) return std::to_string(*p);
+  throw Error(Exit::internal, "column " + std::to_string(i) + " is NULL where text was expected");
+}
+
+std::optional<int64_t> Row::opt_i64(size_t i) const {
+  if (is_null(i)) return std::nullopt;
+  return i64(i);
+}
+
+std::optional<std::string> Row::opt_str(size_t i) const {
+  if (is_null(i)) return std::nullopt;
+  return str(i);
+}
+
+std::string Row::str_or(size_t i, const std::string& dflt) const { return is_null(i) ? dflt : str(i); }
+
+Dsn parse_dsn(const std::string& url, const std::string& source) {
+  if (url.rfind("sqlite:", 0) == 0) {
+    std::string path = url.substr(7);
+    if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path
+    if (path.empty()) throw Error(Exit::config, "empty SQLite path in " + source + ": use sqlite:PATH");
+    return {Dialect::sqlite, path};
+  }
+  if (url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0) return {Dialect::postgres, url};
+  auto colon = url.find("://");
+  if (colon != std::string::npos)
+    throw Error(Exit::config, "unknown database scheme '" + url.substr(0, colon) + "' in " + source +
+                                  ": use sqlite:PATH or postgresql://...");
+  if (url.find('=') != std::string::npos) return {Dialect::postgres, url};  // libpq conninfo
+  throw Error(Exit::config, "cannot tell the database kind of '" + url + "' in " + source +
+                                ": use sqlite:PATH, postgresql://... or a conninfo such as 'host=h dbname=d'");
+}
+
+std::unique_ptr<Store> open_store(const Dsn& dsn, const StoreOptions& opts) {
+  if (dsn.dialect == Dialect::sqlite) return open_sqlite(dsn.target, opts);
+  return open_postgres(dsn.target, opts);
+}
+
+void retry_backoff(int attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  int cap = std::min(200, 2 << std::min(attempt, 7));  // 4, 8, ... 200 ms
+  std::uniform_int_distribution<int> d(1, cap);
+  std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
+}
+
+}  // namespace rc::store

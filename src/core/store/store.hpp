@@ -1,0 +1,150 @@
+#pragma once
+// The storage interface. The core writes portable SQL with $1, $2 ... placeholders and bound
+// parameters only; each implementation prepares statements once per connection and maps its
+// engine's errors to the project's error classes. Dialect-specific SQL is rare and explicit
+// (Session::dialect()).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace rc::store {
+
+enum class Dialect { sqlite, postgres };
+const char* dialect_name(Dialect d);
+
+using Value = std::variant<std::monostate, int64_t, std::string>;
+using Params = std::vector<Value>;
+inline const Value kNull{};
+// A bound parameter from an optional: empty -> NULL.
+template <class T>
+Value opt(const std::optional<T>& v) {
+  if (!v) return kNull;
+  return Value(*v);
+}
+
+class Row {
+ public:
+  std::vector<Value> cells;
+  bool is_null(size_t i) const;
+  int64_t i64(size_t i) const;               // REQUIRES: not null and an integer (PostgreSQL text is parsed)
+  std::string str(size_t i) const;           // integers are formatted; REQUIRES: not null
+  std::optional<int64_t> opt_i64(size_t i) const;
+  std::optional<std::string> opt_str(size_t i) const;
+  std::string str_or(size_t i, const std::string& dflt) const;
+};
+
+struct Result {
+  std::vector<std::string> columns;
+  std::vector<Row> rows;
+  int64_t affected = 0;  // rows changed by INSERT/UPDATE/DELETE
+  bool empty() const { return rows.empty(); }
+  size_t size() const { return rows.size(); }
+  const Row& operator[](size_t i) const { return rows[i]; }
+};
+
+// A unique-key conflict. Thrown so that callers can tell "a concurrent twin won" from a failure.
+class UniqueViolation : public Error {
+ public:
+  explicit UniqueViolation(const std::string& m) : Error(Exit::internal, m) {}
+};
+// Busy, serialization failure or deadlock: the transaction is retried by Store::transact.
+class Retryable : public Error {
+ public:
+  explicit Retryable(const std::string& m) : Error(Exit::unavailable, m) {}
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual Dialect dialect() const = 0;
+  // Runs one statement with bound parameters and returns its rows (if any) and affected count.
+  virtual Result query(const std::string& sql, const Params& params = {}) = 0;
+  // Runs one statement and returns the number of rows it changed.
+  int64_t exec(const std::string& sql, const Params& params = {}) { return query(sql, params).affected; }
+  // Runs several ;-separated statements without parameters (migrations).
+  virtual void exec_script(const std::string& sql) = 0;
+};
+
+class Tx : public Session {
+ public:
+  // The transaction rolls back instead of committing when the callback returns.
+  void rollback_only() { rollback_ = true; }
+  bool rollback_requested() const { return rollback_; }
+
+ protected:
+  bool rollback_ = false;
+};
+
+enum class TxMode {
+  read,   // a consistent read
+  write,  // SQLite: BEGIN IMMEDIATE (the write lock is taken at BEGIN); PostgreSQL: READ COMMITTED
+};
+
+// Bulk loader (PostgreSQL COPY, SQLite one prepared insert) into a table inside a transaction.
+class BulkWriter {
+ public:
+  virtual ~BulkWriter() = default;
+  virtual void write_row(const std::vector<std::optional<std::string>>& row) = 0;
+  virtual void finish() = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Dialect dialect() const = 0;
+  // Where this store points, without any password: "sqlite:/path/x.db", "postgresql host=h db=d".
+  virtual std::string describe() const = 0;
+  // Runs fn in one transaction and commits unless fn called rollback_only() or threw. A busy,
+  // serialization or deadlock failure reruns fn from the start (so fn must have no effects outside
+  // the transaction) up to the configured number of retries, then throws Error(unavailable).
+  virtual void transact(TxMode mode, const std::function<void(Tx&)>& fn) = 0;
+  // One statement outside an explicit transaction (autocommit).
+  virtual Result query(const std::string& sql, const Params& params = {}) = 0;
+  int64_t exec(const std::string& sql, const Params& params = {}) { return query(sql, params).affected; }
+  // Bulk loading into `table` (columns given) inside tx. PostgreSQL streams COPY FROM STDIN.
+  virtual std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
+                                                   const std::vector<std::string>& columns) = 0;
+  // How many times transact() retried since the store was opened (for logs and tests).
+  virtual int64_t retries_used() const = 0;
+};
+
+struct StoreOptions {
+  bool create_if_missing = false;  // SQLite: create the file (db migrate only)
+  int busy_timeout_ms = 5000;
+  int retries = 8;
+};
+
+struct Dsn {
+  Dialect dialect;
+  std::string target;  // SQLite path, or the PostgreSQL URI / conninfo string
+};
+// "sqlite:PATH", "postgres://...", "postgresql://...", or a libpq conninfo ("host=... dbname=...").
+// Throws Error(config) naming `source` for an unknown scheme or an empty path.
+Dsn parse_dsn(const std::string& url, const std::string& source);
+
+// Opens a store. Throws Error(unavailable) when the database cannot be reached or opened, and
+// Error(config) when the SQLite file does not exist and create_if_missing is off.
+std::unique_ptr<Store> open_store(const Dsn& dsn, const StoreOptions& opts);
+
+std::unique_ptr<Store> open_sqlite(const std::string& path, const StoreOptions& opts);
+std::unique_ptr<Store> open_postgres(const std::string& conninfo, const StoreOptions& opts);
+
+// Transaction helper returning a value: T f(Tx&).
+template <class F>
+auto transact(Store& s, TxMode mode, F&& f) -> decltype(f(std::declval<Tx&>())) {
+  using T = decltype(f(std::declval<Tx&>()));
+  std::optional<T> out;
+  s.transact(mode, [&](Tx& tx) { out.emplace(f(tx)); });
+  return std::move(*out);
+}
+
+// Sleeps before retry `attempt` (1-based): a short randomized exponential backoff.
+void retry_backoff(int attempt);
+
+}  // namespace rc::store

@@ -1,0 +1,132 @@
+// db migrate / db status and the foundation's bad-input handling, on the backend under test.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/harness.hpp"
+
+using nlohmann::json;
+using rt::TestDb;
+
+TEST_CASE("db: status while pending, migrate, migrate again, status when current") {
+  TestDb db;
+  auto st = db.ok({"db", "status", "-o", "json"}, 1);
+  auto j = json::parse(st.out);
+  CHECK(j["v"] == 1);
+  CHECK(j["state"] == "pending");
+  CHECK(j["current_version"] == 0);
+  CHECK(j["pending"].size() >= 1);
+  if (!rt::is_pg()) CHECK(j["exists"] == false);  // status never creates the file
+
+  auto m1 = db.ok({"db", "migrate", "-o", "json"});
+  auto a1 = json::parse(m1.out);
+  CHECK(a1["applied"].size() == j["pending"].size());
+  int64_t tables = db.count("SELECT count(*) FROM schema_migrations");
+  CHECK(tables == int64_t(a1["applied"].size()));
+
+  auto m2 = db.ok({"db", "migrate", "-o", "json"});
+  CHECK(json::parse(m2.out)["applied"].empty());
+  CHECK(db.count("SELECT count(*) FROM schema_migrations") == tables);
+
+  auto st2 = db.ok({"db", "status", "-o", "json"});
+  CHECK(json::parse(st2.out)["state"] == "current");
+  CHECK(db.count("SELECT count(*) FROM grants") == 0);
+}
+
+TEST_CASE("db: migrate --dry-run applies nothing") {
+  TestDb db;
+  auto r = db.ok({"db", "migrate", "--dry-run", "-o", "json"});
+  CHECK(json::parse(r.out)["would_apply"].size() >= 1);
+  db.ok({"db", "status"}, 1);
+}
+
+TEST_CASE("db: two concurrent migrates apply each migration exactly once") {
+  TestDb db;
+  if (!rt::is_pg()) db.ok({"db", "migrate", "--dry-run"});  // the file does not exist yet: both race to create it
+  rt::Run a, b;
+  std::thread t1([&] { a = db.rc({"db", "migrate", "-o", "json"}); });
+  std::thread t2([&] { b = db.rc({"db", "migrate", "-o", "json"}); });
+  t1.join();
+  t2.join();
+  INFO(a.all() << "\n" << b.all());
+  CHECK(a.rc == 0);
+  CHECK(b.rc == 0);
+  size_t applied = json::parse(a.out)["applied"].size() + json::parse(b.out)["applied"].size();
+  int64_t rows = db.count("SELECT count(*) FROM schema_migrations");
+  CHECK(int64_t(applied) == rows);
+  CHECK(rows >= 1);
+  db.ok({"db", "status"});
+}
+
+TEST_CASE("db: other commands refuse a database with pending migrations, naming the fix") {
+  TestDb db;
+  if (rt::is_pg()) {
+    auto r = db.ok({"activity", "list"}, 78);
+    CHECK(r.err.find("rewardctl db migrate") != std::string::npos);
+  } else {
+    auto r = db.ok({"activity", "list"}, 78);
+    CHECK(r.err.find("rewardctl db migrate") != std::string::npos);
+    CHECK(rt::read_file(db.dir() + "/test.db").empty());  // nothing was created
+  }
+}
+
+TEST_CASE("db: a schema newer than the binary is refused") {
+  TestDb db;
+  db.migrate();
+  db.open()->exec("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (9999, 'future', 'x', 0)");
+  auto r = db.ok({"activity", "list"}, 78);
+  CHECK(r.err.find("newer") != std::string::npos);
+  db.ok({"db", "status"}, 1);
+  db.ok({"db", "migrate"}, 78);
+}
+
+TEST_CASE("cli: bad input gets one line on stderr, its exit code, and writes nothing") {
+  TestDb db;
+  SUBCASE("unknown flag -> 64") {
+    auto r = db.ok({"db", "status", "--frobnicate"}, 64);
+    CHECK(rt::lines(r.err).size() == 1);
+  }
+  SUBCASE("malformed config -> 78 with file:line:column") {
+    std::string cfg = rt::write_file(db.dir(), "bad.toml", "[db]\nurl = \n");
+    auto r = db.ok({"--config", cfg, "db", "status"}, 78);
+    CHECK(r.err.find(cfg + ":2:") != std::string::npos);
+    CHECK(rt::lines(r.err).size() == 1);
+  }
+  SUBCASE("unknown scheme -> 78") {
+    auto r = rt::run({"db", "migrate", "--db", "mysql://localhost/x"});
+    CHECK(r.rc == 78);
+    CHECK(r.err.find("unknown database scheme 'mysql'") != std::string::npos);
+  }
+  SUBCASE("database file in a missing directory -> 69, nothing created") {
+    auto r = rt::run({"db", "migrate", "--db", "sqlite:" + db.dir() + "/no/such/dir/x.db"});
+    CHECK(r.rc == 69);
+    CHECK(r.err.find("does not exist") != std::string::npos);
+    CHECK(rt::lines(r.err).size() == 1);
+  }
+  SUBCASE("unreachable PostgreSQL -> 69") {
+    auto r = rt::run({"db", "status", "--db", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"});
+    CHECK(r.rc == 69);
+    CHECK(r.err.find("cannot connect to PostgreSQL") != std::string::npos);
+  }
+  SUBCASE("no subcommand -> 64") { CHECK(rt::run({}).rc == 64); }
+}
+
+TEST_CASE("cli: global options are accepted after the subcommand, results on stdout, logs on stderr") {
+  TestDb db;
+  auto r = rt::run({"db", "migrate", "--db", db.url(), "-o", "json", "--log-level", "info"});
+  CHECK(r.rc == 0);
+  CHECK(json::parse(r.out)["v"] == 1);
+  CHECK(r.err.find("applied migration") != std::string::npos);
+  auto q = rt::run({"db", "migrate", "--db", db.url(), "--quiet"});
+  CHECK(q.rc == 0);
+  CHECK(q.err.empty());
+}
+
+TEST_CASE("cli: help exit-codes prints the whole table") {
+  auto r = rt::run({"help", "exit-codes", "-o", "json"});
+  CHECK(r.rc == 0);
+  auto ls = rt::lines(r.out);
+  CHECK(ls.size() == 12);
+  CHECK(json::parse(ls.back())["code"] == 130);
+}

@@ -1,0 +1,168 @@
+#include "support/harness.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+extern char** environ;
+
+namespace rt {
+
+std::string make_temp_dir() {
+  std::string t = "/tmp/rctest.XXXXXX";
+  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+  return t;
+}
+
+std::string write_file(const std::string& dir, const std::string& name, const std::string& content) {
+  std::string p = dir + "/" + name;
+  std::ofstream f(p, std::ios::binary);
+  f << content;
+  return p;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string l;
+  while (std::getline(ss, l))
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+Run run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env, const std::string& input,
+        const std::string& cwd) {
+  std::string tmp = make_temp_dir();
+  std::string in = write_file(tmp, "in", input), outp = tmp + "/out", errp = tmp + "/err";
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && env.count(kv.substr(0, eq))) continue;
+    // the tests control these: a developer's own settings must not leak in
+    if (kv.rfind("REWARDCTL_DB=", 0) == 0 || kv.rfind("REWARDCTL_CONFIG=", 0) == 0 ||
+        kv.rfind("REWARDCTL_OUTPUT=", 0) == 0 || kv.rfind("REWARDCTL_NOW=", 0) == 0)
+      continue;
+    envs.push_back(kv);
+  }
+  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_s{REWARDCTL_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fi = open(in.c_str(), O_RDONLY), fo = open(outp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
+        fe = open(errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Run r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(outp);
+  r.err = read_file(errp);
+  std::string cmd = "rm -rf '" + tmp + "'";
+  (void)!system(cmd.c_str());
+  return r;
+}
+
+std::string backend() {
+  const char* b = std::getenv("REWARDCTL_TEST_BACKEND");
+  return b && *b ? b : "sqlite";
+}
+
+bool is_pg() { return backend() == "postgres"; }
+
+static std::string pg_base() {
+  const char* p = std::getenv("REWARDCTL_TEST_PG");
+  if (!p || !*p)
+    FAIL("the PostgreSQL suite needs a server: run `scripts/dev test`, or set REWARDCTL_TEST_PG to a conninfo");
+  return p;
+}
+
+TestDb::TestDb() {
+  dir_ = make_temp_dir();
+  if (backend() == "sqlite") {
+    url_ = "sqlite:" + dir_ + "/test.db";
+    return;
+  }
+  REQUIRE(backend() == "postgres");
+  std::random_device rd;
+  schema_ = "t" + std::to_string(getpid()) + "_" + std::to_string(rd() % 1000000000);
+  auto base = pg_base();
+  auto s = rc::store::open_postgres(base, {});
+  s->exec("CREATE SCHEMA " + schema_);
+  url_ = base + " options='-c search_path=" + schema_ + "'";
+}
+
+TestDb::~TestDb() {
+  try {
+    if (!schema_.empty()) {
+      auto s = rc::store::open_postgres(pg_base(), {});
+      s->exec("DROP SCHEMA " + schema_ + " CASCADE");
+    }
+  } catch (...) {
+  }
+  std::string cmd = "rm -rf '" + dir_ + "'";
+  (void)!system(cmd.c_str());
+}
+
+Run TestDb::rc(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+               const std::string& input) const {
+  args.insert(args.begin(), {"--db", url_});
+  return run(args, env, input, dir_);
+}
+
+Run TestDb::ok(std::vector<std::string> args, int expect, const std::map<std::string, std::string>& env,
+               const std::string& input) const {
+  auto r = rc(args, env, input);
+  std::string cmd;
+  for (auto& a : args) cmd += a + " ";
+  INFO("rewardctl " << cmd << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.rc == expect);
+  return r;
+}
+
+std::unique_ptr<rc::store::Store> TestDb::open() const {
+  return rc::store::open_store(rc::store::parse_dsn(url_, "test"), {});
+}
+
+int64_t TestDb::count(const std::string& sql, const rc::store::Params& p) const {
+  auto s = open();
+  auto r = s->query(sql, p);
+  REQUIRE(r.size() == 1);
+  return r[0].i64(0);
+}
+
+void TestDb::migrate() const {
+  auto r = rc({"db", "migrate"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+}
+
+}  // namespace rt
