@@ -1,0 +1,38 @@
+#pragma once
+// The two trails every change leaves: a status-log row per state change (written in the same
+// transaction as the conditional update that made it) and an audit row per operator action.
+#include <optional>
+#include <string>
+
+#include "core/clock.hpp"
+#include "core/store/store.hpp"
+
+namespace rc {
+
+struct StatusChange {
+  std::string entity;  // activity, grant, qualification, list_batch, list_item, resend_bill, fuse_event
+  int64_t entity_id;
+  std::optional<std::string> from;  // empty for a creation
+  std::string to;
+  std::string actor;
+  std::optional<std::string> reason;
+  std::optional<std::string> request_id;  // unique per (entity, entity_id) when given: makes retries no-ops
+};
+
+// REQUIRES: called inside the transaction that made the change.
+void log_status(store::Session& s, const StatusChange& c, Millis now);
+
+// Moves `entity` row `id` of `table` from `from` to `to` with one conditional update, and logs it.
+// Returns false (and writes nothing) when the row was not in state `from`: someone else won.
+// `extra_set` is appended to the SET list (e.g. ", reason = $5") with `extra` bound after the first
+// four parameters ($1 to, $2 now, $3 id, $4 from).
+bool transition(store::Session& s, const std::string& table, const std::string& entity, int64_t id,
+                const std::string& from, const std::string& to, const std::string& actor,
+                const std::optional<std::string>& reason, Millis now, const std::string& extra_set = "",
+                const store::Params& extra = {}, const std::optional<std::string>& request_id = std::nullopt);
+
+// One row per mutating operator action. detail is a JSON object text.
+void audit(store::Session& s, const std::string& op, const std::string& action, const std::string& entity,
+           const std::string& key, const std::string& detail_json, Millis now);
+
+}  // namespace rc

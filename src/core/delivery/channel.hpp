@@ -1,0 +1,76 @@
+#pragma once
+// Delivery channels (DESIGN §5). The engine persists a bill number before any call and reuses it on
+// every resend; a channel must be idempotent by bill number. In-database channels (ledger, outbox)
+// are implemented by the engine inside its transaction; the webhook channel calls out over HTTP.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "core/config.hpp"
+
+namespace rc::delivery {
+
+// The standard delivery request.
+struct Request {
+  int64_t seq = 0;        // the grant id: monotonic per database
+  std::string bill_no;    // persisted before the call, reused on resend: the downstream dedupe key
+  std::string user_id;
+  std::string item;       // item code
+  int64_t amount = 0;     // cents for cash, units otherwise
+};
+
+enum class Outcome {
+  success,    // delivered
+  failed,     // a final error: retrying will not help
+  retryable,  // a known, retryable error: the grant goes to delayed_resend
+  unknown,    // timeout or connection error: we do not know; resend with the same bill number
+};
+const char* outcome_name(Outcome o);
+
+struct Result {
+  Outcome outcome = Outcome::unknown;
+  std::string code;     // downstream ret code, HTTP status, or a local reason
+  std::string message;  // errmsg or the transport error
+};
+
+struct ChannelConfig {
+  std::string name;
+  std::string type;  // ledger | webhook | outbox
+  // webhook
+  std::string url;
+  std::string secret_ref;            // env:NAME or file:PATH
+  int connect_timeout_ms = 1000;
+  int timeout_ms = 3000;             // total
+  std::vector<int64_t> retryable_rets;  // downstream ret codes worth retrying; other non-zero rets are final
+  int rate_per_second = 0;           // 0: unlimited
+  std::string signature_header = "X-Rewardctl-Signature";
+};
+
+// Reads [channels.NAME] tables. The built-in channels `ledger` and `outbox` exist without
+// configuration. Throws Error(config) naming file:line:column for a bad table.
+std::map<std::string, ChannelConfig> parse_channels(const Settings& s);
+
+// HTTP POST of the JSON request body {seq, bill_no, user_id, item, amount}, signed with
+// HMAC-SHA256 of the body under the channel secret: header "<signature_header>: sha256=<hex>".
+// Response {ret, errmsg}: ret 0 is success, a ret in retryable_rets is retryable, any other ret is
+// final. HTTP 5xx and 429 are retryable, other non-2xx are final. A timeout or a connection error
+// is unknown, never failed.
+class WebhookClient {
+ public:
+  WebhookClient(ChannelConfig cfg, std::string secret);
+  ~WebhookClient();
+  Result post(const Request& r);
+  static std::string body(const Request& r);
+
+ private:
+  ChannelConfig cfg_;
+  std::string secret_;
+  void* curl_ = nullptr;  // a CURL* reused across calls (keep-alive)
+  int64_t window_start_ms_ = 0;
+  int sent_in_window_ = 0;
+};
+
+}  // namespace rc::delivery
