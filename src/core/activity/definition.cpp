@@ -231,8 +231,10 @@ class Parser {
     }
   }
 
+  // A missing key is reported at its table's header; a missing top-level key has no line (0).
   void missing(const toml::node& parent, const std::string& path, const std::string& what) {
-    add("missing_field", path, "'" + path + "' is required: " + what, parent.source());
+    add("missing_field", path, "'" + path + "' is required: " + what,
+        path.find_first_of(".[") == std::string::npos ? toml::source_region{} : parent.source());
   }
 
   std::optional<std::string> str(const toml::table& t, const char* key, const std::string& path, bool required,

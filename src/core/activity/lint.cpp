@@ -258,7 +258,7 @@ class Linter {
     else if (num == 0) msg += "; the draws cost nothing";
     else {
       __int128 draws = __int128(*d_.budget_cents) * weights / num;
-      msg += "; budget_cents " + std::to_string(*d_.budget_cents) + " covers about " +
+      msg += "; the budget of " + money(*d_.budget_cents) + " covers about " +
              std::to_string(static_cast<long long>(std::min<__int128>(draws, INT64_MAX))) + " draws";
     }
     add("expected_cost", Severity::info, "lottery", msg);
@@ -302,38 +302,40 @@ class Linter {
               ": grants stop when the budget runs out; lower stock or amounts, or raise budget_cents");
   }
 
-  // The "extra zero" (多一个0) check: a prize that costs 10x the median of its siblings. In a lottery
-  // a grand prize is meant to cost more, so there each prize's share of the expected cost
-  // (weight x cost) is compared instead: that is what an extra zero on a common prize inflates.
+  // The "extra zero" (多一个0) check: a prize whose per-grant cost is 10x or more the median of its
+  // siblings' (those that cost anything; at least two). A lottery's grand prize is meant to cost far
+  // more than the rest, so there a prize is exempt when it is also 10x rarer than the median sibling
+  // weight: the dangerous slip is a common prize that suddenly costs ten times its peers.
   void outliers() {
-    bool lot = d_.kind == Kind::lottery;
-    std::vector<long double> v;
-    for (auto& p : d_.prizes) {
-      long double c = static_cast<long double>(d_.max_cost_cents(p));
-      v.push_back(lot ? c * static_cast<long double>(std::max<int64_t>(p.weight, 0)) : c);
-    }
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] <= 0) continue;
-      std::vector<long double> sib;
-      for (size_t j = 0; j < v.size(); ++j)
-        if (j != i && v[j] > 0) sib.push_back(v[j]);
-      if (sib.size() < 2) continue;
-      std::sort(sib.begin(), sib.end());
-      size_t n = sib.size();
-      long double median = n % 2 ? sib[n / 2] : (sib[n / 2 - 1] + sib[n / 2]) / 2;
-      if (v[i] < 10 * median) continue;
+    const size_t n = d_.prizes.size();
+    std::vector<int64_t> cost(n);
+    for (size_t i = 0; i < n; ++i) cost[i] = d_.max_cost_cents(d_.prizes[i]);
+    auto median = [](std::vector<long double> v) {
+      std::sort(v.begin(), v.end());
+      size_t m = v.size();
+      return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (cost[i] <= 0) continue;
+      std::vector<long double> sib_cost, sib_weight;
+      for (size_t j = 0; j < n; ++j)
+        if (j != i && cost[j] > 0) {
+          sib_cost.push_back(static_cast<long double>(cost[j]));
+          sib_weight.push_back(static_cast<long double>(d_.prizes[j].weight));
+        }
+      if (sib_cost.size() < 2) continue;
+      long double mc = median(sib_cost);
+      if (static_cast<long double>(cost[i]) < 10 * mc) continue;
       const PrizeDef& p = d_.prizes[i];
+      if (d_.kind == Kind::lottery && static_cast<long double>(p.weight) * 10 < median(sib_weight)) continue;
       char ratio[32];
-      std::snprintf(ratio, sizeof ratio, "%.0Lf", v[i] / median);
-      if (lot)
-        add("amount_outlier", Severity::warning, amount_path(p),
-            "prize " + q(p.code) + " (weight " + std::to_string(p.weight) + ", " + money(d_.max_cost_cents(p)) +
-                " per grant) carries " + ratio + "x the median expected-cost share of the other prizes: "
-                "check its amount and weight for an extra zero");
-      else
-        add("amount_outlier", Severity::warning, amount_path(p),
-            "prize " + q(p.code) + " costs " + money(d_.max_cost_cents(p)) + " per grant, " + ratio +
-                "x the median of the other prizes: check its amount for an extra zero");
+      std::snprintf(ratio, sizeof ratio, "%.0Lf", static_cast<long double>(cost[i]) / mc);
+      add("amount_outlier", Severity::warning, amount_path(p),
+          "prize " + q(p.code) + " costs " + money(cost[i]) + " per grant, " + ratio +
+              "x the median of the other prizes" +
+              (d_.kind == Kind::lottery ? " while it is drawn about as often (weight " + std::to_string(p.weight) + ")"
+                                        : std::string()) +
+              ": check its amount for an extra zero");
     }
   }
 
