@@ -106,6 +106,9 @@ class Store {
   virtual void transact(TxMode mode, const std::function<void(Tx&)>& fn) = 0;
   // One statement outside an explicit transaction (autocommit).
   virtual Result query(const std::string& sql, const Params& params = {}) = 0;
+  // A session whose every statement runs on its own (autocommit): for single reads that must not
+  // pay for BEGIN/COMMIT. Not retried.
+  virtual Session& autocommit() = 0;
   int64_t exec(const std::string& sql, const Params& params = {}) { return query(sql, params).affected; }
   // Bulk loading into `table` (columns given) inside tx. PostgreSQL streams COPY FROM STDIN.
   virtual std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,

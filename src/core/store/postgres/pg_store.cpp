@@ -115,6 +115,28 @@ class PgSession : public Tx {
   std::unordered_map<std::string, std::string>& prepared_;
 };
 
+// Each statement in its own implicit transaction.
+class PgAutoSession : public Session {
+ public:
+  PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, std::string>& prepared)
+      : conn_(c), prepared_(prepared) {}
+  Dialect dialect() const override { return Dialect::postgres; }
+  Result query(const std::string& sql, const Params& params) override {
+    pqxx::nontransaction n(conn_);
+    PgSession s(conn_, n, prepared_);
+    return s.query(sql, params);
+  }
+  void exec_script(const std::string& sql) override {
+    pqxx::nontransaction n(conn_);
+    PgSession s(conn_, n, prepared_);
+    s.exec_script(sql);
+  }
+
+ private:
+  pqxx::connection& conn_;
+  std::unordered_map<std::string, std::string>& prepared_;
+};
+
 class PgBulk : public BulkWriter {
  public:
   PgBulk(pqxx::transaction_base& t, const std::string& table, const std::vector<std::string>& cols)
@@ -211,6 +233,11 @@ class PgStore : public Store {
     }
   }
 
+  Session& autocommit() override {
+    if (!auto_) auto_ = std::make_unique<PgAutoSession>(*conn_, prepared_);
+    return *auto_;
+  }
+
   Result query(const std::string& sql, const Params& params) override {
     for (int attempt = 0;; ++attempt) {
       try {
@@ -244,6 +271,7 @@ class PgStore : public Store {
   std::unique_ptr<pqxx::connection> conn_;
   std::unordered_map<std::string, std::string> prepared_;
   std::string desc_;
+  std::unique_ptr<PgAutoSession> auto_;
   int64_t retries_ = 0;
 };
 

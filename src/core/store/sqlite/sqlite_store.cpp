@@ -135,6 +135,7 @@ class SqliteStore : public Store {
     }
   }
   ~SqliteStore() override {
+    auto_.reset();
     cache_.clear();
   }
 
@@ -174,6 +175,11 @@ class SqliteStore : public Store {
     }
   }
 
+  Session& autocommit() override {
+    if (!auto_) auto_ = std::make_unique<SqliteSession>(*db_, cache_);
+    return *auto_;
+  }
+
   Result query(const std::string& sql, const Params& params) override {
     SqliteSession s(*db_, cache_);
     for (int attempt = 0;; ++attempt) {
@@ -202,6 +208,7 @@ class SqliteStore : public Store {
   StoreOptions opts_;
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
+  std::unique_ptr<SqliteSession> auto_;
   int64_t retries_ = 0;
 };
 

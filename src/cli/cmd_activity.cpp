@@ -1,0 +1,239 @@
+// activity create | update | approve | reject | publish | pause | resume | offline | show | list | history
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/context.hpp"
+#include "core/activity/activity.hpp"
+#include "core/activity/read.hpp"
+#include "core/delivery/channel.hpp"
+
+namespace rc::cli {
+namespace {
+
+using namespace rc::activity;
+
+struct {
+  std::string file, code, role, comment, reason, state;
+  bool dry_run = false, publish = false, gray = false, full = false, yes = false;
+} opt;
+
+std::string read_input(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Exit::no_input, "cannot read definition file " + path);
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Reads and reviews a definition; refuses (65) with every finding on stderr when any is an error.
+Definition reviewed(Ctx& ctx, std::string& text) {
+  text = read_input(opt.file);
+  LintContext lc;
+  for (auto& [name, c] : delivery::parse_channels(ctx.settings)) lc.channels.insert(name);
+  auto parsed = review_definition(text, opt.file, lc);
+  int errors = 0;
+  for (auto& f : parsed.findings) {
+    std::string where = opt.file + (f.line ? ":" + std::to_string(f.line) + ":" + std::to_string(f.column) : "");
+    std::string line = where + ": " + (f.path.empty() ? "" : f.path + ": ") + f.message + " [" + f.code + "]";
+    if (f.severity == Severity::error) {
+      ++errors;
+      spdlog::error("{}", line);
+    } else if (f.severity == Severity::warning) {
+      spdlog::warn("{}", line);
+    } else {
+      spdlog::info("{}", line);
+    }
+  }
+  if (errors || !parsed.def)
+    throw Error(Exit::data, opt.file + ": " + std::to_string(errors) +
+                                " lint error(s): nothing was written (see rewardctl activity lint " + opt.file + ")");
+  return *parsed.def;
+}
+
+Actor actor(Ctx& ctx) { return Actor{ctx.settings.operator_name, opt.dry_run}; }
+
+Exit print_created(Ctx& ctx, const CreateResult& r) {
+  for (auto& l : r.log) spdlog::info("{}{}", r.dry_run ? "dry run: " : "", l);
+  ctx.out.record({{"code", r.code}, {"state", r.state}, {"definition_hash", r.hash}, {"dry_run", r.dry_run}});
+  return Exit::ok;
+}
+
+Exit print_transition(Ctx& ctx, const TransitionResult& r) {
+  bool refused = !r.changed && !r.dry_run;
+  if (refused) spdlog::error("{}", r.message);
+  else spdlog::info("{}", r.message);
+  ctx.out.record({{"code", r.code},
+                  {"changed", r.changed},
+                  {"dry_run", r.dry_run},
+                  {"from", r.from},
+                  {"to", r.to},
+                  {"state", r.changed ? r.to : r.from},
+                  {"message", r.message}});
+  return refused ? Exit::findings : Exit::ok;
+}
+
+Exit run_create(Ctx& ctx) {
+  std::string text;
+  auto def = reviewed(ctx, text);
+  auto st = ctx.open_store();
+  CreateOptions o{opt.publish, ctx.settings.review_required};
+  return print_created(ctx, create(*st, def, text, o, actor(ctx), ctx.now()));
+}
+
+Exit run_update(Ctx& ctx) {
+  std::string text;
+  auto def = reviewed(ctx, text);
+  auto st = ctx.open_store();
+  return print_created(ctx, update(*st, def, text, actor(ctx), ctx.now()));
+}
+
+Role role() { return opt.role == "product" ? Role::product : Role::tech; }
+
+bool confirm(const std::string& question) {
+  if (opt.yes || opt.dry_run || !isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) return true;
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+void add_dry_run(CLI::App* c) { c->add_flag("--dry-run", opt.dry_run, "Check and report what would change; write nothing"); }
+
+template <class F>
+void on(CLI::App* c, Ctx& ctx, F f) {
+  c->callback([&ctx, f] { ctx.action = [&ctx, f] { return f(ctx); }; });
+}
+
+}  // namespace
+
+void register_activity(CLI::App& app, Ctx& ctx) {
+  auto* g = activity_group(app);
+
+  auto* create = g->add_subcommand("create", "Lint a definition and store it (state pending_review)");
+  create->add_option("-f,--file", opt.file, "Definition file (TOML), - for standard input")->required();
+  create->add_flag("--publish", opt.publish, "Go straight to live; only with review.required = false (test environments)");
+  add_dry_run(create);
+  on(create, ctx, run_create);
+
+  auto* update = g->add_subcommand("update", "Store a new version of an activity that is not yet live; voids approvals");
+  update->add_option("-f,--file", opt.file, "Definition file (TOML), - for standard input")->required();
+  add_dry_run(update);
+  on(update, ctx, run_update);
+
+  auto* approve = g->add_subcommand("approve", "Approve as product (first) or tech (second)");
+  approve->add_option("code", opt.code, "Activity code")->required();
+  approve->add_option("--as", opt.role, "Review role: product or tech")->required()->check(CLI::IsMember({"product", "tech"}));
+  approve->add_option("--comment", opt.comment, "Comment kept with the approval");
+  add_dry_run(approve);
+  on(approve, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    std::optional<std::string> comment;
+    if (!opt.comment.empty()) comment = opt.comment;
+    return print_transition(c, rc::activity::approve(*st, opt.code, role(), comment,
+                                                     {c.settings.review_distinct_approvers}, actor(c), c.now()));
+  });
+
+  auto* reject = g->add_subcommand("reject", "Reject a definition under review");
+  reject->add_option("code", opt.code, "Activity code")->required();
+  reject->add_option("--as", opt.role, "Review role: product or tech")->required()->check(CLI::IsMember({"product", "tech"}));
+  reject->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  add_dry_run(reject);
+  on(reject, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    return print_transition(c, rc::activity::reject(*st, opt.code, role(), opt.reason, actor(c), c.now()));
+  });
+
+  auto* publish = g->add_subcommand("publish", "Publish an approved activity to the gray list (--gray) or everyone (--full)");
+  publish->add_option("code", opt.code, "Activity code")->required();
+  auto* gray = publish->add_flag("--gray", opt.gray, "Only users on the gray list may claim");
+  auto* full = publish->add_flag("--full", opt.full, "Everyone may claim");
+  gray->excludes(full);
+  publish->require_option(1, 1);
+  add_dry_run(publish);
+  on(publish, ctx, [](Ctx& c) {
+    if (opt.gray == opt.full) throw Error(Exit::usage, "activity publish needs exactly one of --gray or --full");
+    auto st = c.open_store();
+    return print_transition(c, control(*st, opt.code, opt.gray ? Op::publish_gray : Op::publish_full, std::nullopt,
+                                       actor(c), c.now()));
+  });
+
+  for (auto [name, op, help] : {std::tuple{"pause", Op::pause, "Stop claims for now (gray or live -> paused)"},
+                                std::tuple{"resume", Op::resume, "Resume a paused activity to where it was"}}) {
+    auto* c = g->add_subcommand(name, help);
+    c->add_option("code", opt.code, "Activity code")->required();
+    c->add_option("--reason", opt.reason, "Why (recorded)");
+    add_dry_run(c);
+    Op o = op;
+    on(c, ctx, [o](Ctx& cx) {
+      auto st = cx.open_store();
+      std::optional<std::string> reason;
+      if (!opt.reason.empty()) reason = opt.reason;
+      return print_transition(cx, control(*st, opt.code, o, reason, actor(cx), cx.now()));
+    });
+  }
+
+  auto* offline = g->add_subcommand("offline", "Take an activity offline for good (asks on a TTY unless --yes)");
+  offline->add_option("code", opt.code, "Activity code")->required();
+  offline->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  offline->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation");
+  add_dry_run(offline);
+  on(offline, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    if (!confirm("Take activity '" + opt.code + "' offline for good? Claims stop and it cannot be published again."))
+      throw Error(Exit::findings, "not confirmed: nothing changed");
+    return print_transition(c, control(*st, opt.code, Op::offline, opt.reason, actor(c), c.now()));
+  });
+
+  auto* show = g->add_subcommand("show", "Summary, state, window, stock left per prize, budget, reviews");
+  show->add_option("code", opt.code, "Activity code")->required();
+  on(show, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    auto j = rc::activity::show(*st, opt.code);
+    c.out.record(j);
+    if (!c.out.json_mode()) {
+      c.out.text("");
+      c.out.rows({{"prize", "PRIZE"}, {"item", "ITEM"}, {"amount", "AMOUNT"}, {"stock", "STOCK"},
+                  {"stock_left", "LEFT"}, {"buckets", "BUCKETS"}, {"weight", "WEIGHT"}, {"channel", "CHANNEL"}},
+                 std::vector<json>(j["prizes"].begin(), j["prizes"].end()));
+      if (!j["reviews"].empty()) {
+        c.out.text("");
+        c.out.rows({{"at", "AT"}, {"role", "ROLE"}, {"decision", "DECISION"}, {"operator", "OPERATOR"},
+                    {"voided", "VOIDED"}, {"comment", "COMMENT"}},
+                   std::vector<json>(j["reviews"].begin(), j["reviews"].end()));
+      }
+    }
+    return Exit::ok;
+  });
+
+  auto* list = g->add_subcommand("list", "List activities");
+  list->add_option("--state", opt.state, "Only activities in this state");
+  on(list, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    std::optional<std::string> s;
+    if (!opt.state.empty()) s = opt.state;
+    c.out.rows({{"code", "CODE"}, {"kind", "KIND"}, {"state", "STATE"}, {"start", "START"}, {"end", "END"},
+                {"name", "NAME"}},
+               rc::activity::list(*st, s), "activity");
+    return Exit::ok;
+  });
+
+  auto* history = g->add_subcommand("history", "Status log and audit trail of an activity, oldest first");
+  history->add_option("code", opt.code, "Activity code")->required();
+  on(history, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    c.out.rows({{"at", "AT"}, {"source", "SOURCE"}, {"actor", "ACTOR"}, {"what", "WHAT"}, {"detail", "DETAIL"}},
+               rc::activity::history(*st, opt.code), "event");
+    return Exit::ok;
+  });
+}
+
+}  // namespace rc::cli

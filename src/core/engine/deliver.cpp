@@ -1,0 +1,184 @@
+// Step 9, delivery after commit. Only the process that moved the grant to issuing delivers it, and
+// the bill number is persisted before any call and reused on every resend, so the downstream can
+// dedupe. In-database channels (ledger, outbox) complete inside one transaction.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/audit.hpp"
+#include "core/engine/internal.hpp"
+#include "core/hash.hpp"
+
+namespace rc::engine {
+
+namespace {
+
+struct Target {
+  int64_t id;
+  std::string state, user, item, item_kind, channel, record_code;
+  int64_t amount;
+  std::optional<std::string> bill_no;
+};
+
+std::optional<Target> load(store::Session& s, int64_t grant_id) {
+  auto r = s.query(
+      "SELECT g.id, g.state, g.user_id, i.code, i.kind, g.channel, g.record_code, g.amount, g.bill_no "
+      "FROM grants g JOIN prize p ON p.id = g.prize_id JOIN item i ON i.id = p.item_id WHERE g.id = $1",
+      {grant_id});
+  if (r.empty()) return std::nullopt;
+  const auto& x = r[0];
+  return Target{x.i64(0), x.str(1), x.str(2), x.str(3), x.str(4), x.str_or(5, ""), x.str(6), x.i64(7), x.opt_str(8)};
+}
+
+// Persists a new bill (or counts another attempt on the existing one) for a grant now in issuing.
+std::string open_bill(store::Session& s, const Target& t, Millis now) {
+  if (t.bill_no) {
+    s.exec("UPDATE delivery_bill SET attempts = attempts + 1, state = 'sending', updated_at = $2 WHERE bill_no = $1",
+           {*t.bill_no, now});
+    return *t.bill_no;
+  }
+  std::string bill = new_id("B", now);
+  s.exec(
+      "INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, created_at, updated_at) "
+      "VALUES ($1, $2, $3, $4, 'sending', 1, $5, $5)",
+      {bill, t.id, t.channel, t.amount, now});
+  s.exec("UPDATE grants SET bill_no = $1 WHERE id = $2", {bill, t.id});
+  return bill;
+}
+
+void close_bill(store::Session& s, const std::string& bill, const std::string& state, const std::string& code,
+                const std::string& msg, Millis now) {
+  s.exec("UPDATE delivery_bill SET state = $2, last_code = $3, last_message = $4, updated_at = $5 WHERE bill_no = $1",
+         {bill, state, code, msg, now});
+}
+
+}  // namespace
+
+DeliveryOutcome Engine::deliver(int64_t grant_id) {
+  DeliveryOutcome out;
+  const Millis now = clock_.now_ms();
+  const std::string& actor = opts_.actor;
+  std::optional<Target> tgt;
+  std::string bill;
+  std::string type;
+  // Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    out = DeliveryOutcome{};
+    tgt = load(tx, grant_id);
+    if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
+    out.state = tgt->state;
+    if (tgt->state != "init" && tgt->state != "delayed_resend") {
+      tx.rollback_only();  // someone else delivers it, or it is done
+      return;
+    }
+    auto ch = opts_.channels.find(tgt->channel);
+    if (ch == opts_.channels.end()) {
+      // The pre-delivery check failed: the channel is not configured on this host.
+      if (tgt->state == "init" && transition(tx, "grants", "grant", tgt->id, "init", "invalid", actor,
+                                             "channel '" + tgt->channel + "' is not configured", now))
+        out.state = "invalid";
+      out.outcome = delivery::Outcome::failed;
+      out.code = "unknown_channel";
+      return;
+    }
+    type = ch->second.type;
+    if (!transition(tx, "grants", "grant", tgt->id, tgt->state, "issuing", actor, "deliver via " + tgt->channel, now)) {
+      tx.rollback_only();
+      return;
+    }
+    bill = open_bill(tx, *tgt, now);
+    out.delivered_now = true;
+    out.state = "issuing";
+    if (type == "ledger") {
+      // Idempotent by bill number: the unique (bill_no, kind) key makes a second credit impossible.
+      std::string asset = ledger_asset(tgt->item_kind, tgt->item);
+      int64_t n = tx.exec(
+          "INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'credit', $2, $3, $4, $5) "
+          "ON CONFLICT (bill_no, kind) DO NOTHING",
+          {bill, tgt->user, asset, tgt->amount, now});
+      if (n == 1)
+        tx.exec(
+            "INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
+            "updated_at = excluded.updated_at",
+            {tgt->user, asset, tgt->amount, now});
+      transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, "ledger credited", now);
+      close_bill(tx, bill, "success", "0", "credited " + asset, now);
+      tx.exec("UPDATE resend_bill SET state = 'done', updated_at = $2 WHERE grant_id = $1 AND state = 'pending'", {tgt->id, now});
+      out.state = "success";
+      out.outcome = delivery::Outcome::success;
+    } else if (type == "outbox") {
+      auto body = delivery::WebhookClient::body({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
+      tx.exec(
+          "INSERT INTO outbox (bill_no, channel, payload, state, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $4) "
+          "ON CONFLICT (bill_no) DO NOTHING",
+          {bill, tgt->channel, body, now});
+      transition(tx, "grants", "grant", tgt->id, "issuing", "awaiting_external", actor, "written to outbox", now);
+      close_bill(tx, bill, "awaiting_external", "", "", now);
+      out.state = "awaiting_external";
+      out.outcome = delivery::Outcome::success;
+    }
+  });
+  if (!out.delivered_now || type != "webhook") return out;
+
+  // Phase 2: the call, outside any transaction. A crash here leaves the grant in issuing with its
+  // bill number persisted: a resend reuses that number, never a new one.
+  delivery::Result res;
+  try {
+    res = webhook(tgt->channel).post({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
+  } catch (const Error& e) {
+    res = {delivery::Outcome::unknown, "local_error", e.what()};
+  }
+  out.outcome = res.outcome;
+  out.code = res.code;
+  out.message = res.message;
+
+  // Phase 3: record the outcome.
+  const Millis done = clock_.now_ms();
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    std::string why = std::string(delivery::outcome_name(res.outcome)) + (res.code.empty() ? "" : " " + res.code) +
+                      (res.message.empty() ? "" : ": " + res.message);
+    if (res.outcome == delivery::Outcome::success) {
+      transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, why, done);
+      close_bill(tx, bill, "success", res.code, res.message, done);
+      tx.exec("UPDATE resend_bill SET state = 'done', updated_at = $2 WHERE grant_id = $1 AND state = 'pending'",
+              {tgt->id, done});
+      out.state = "success";
+    } else if (res.outcome == delivery::Outcome::failed) {
+      transition(tx, "grants", "grant", tgt->id, "issuing", "failed", actor, why, done, ", reason = $5",
+                 {why.substr(0, 500)});
+      close_bill(tx, bill, "failed", res.code, res.message, done);
+      tx.exec("UPDATE resend_bill SET state = 'manual', last_error = $3, updated_at = $2 WHERE grant_id = $1 AND state = 'pending'",
+              {tgt->id, done, why.substr(0, 500)});
+      out.state = "failed";
+    } else {
+      // retryable or unknown: resend later with the same bill number
+      transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor, why, done);
+      close_bill(tx, bill, delivery::outcome_name(res.outcome), res.code, res.message, done);
+      tx.exec(
+          "INSERT INTO resend_bill (user_id, grant_id, bill_no, state, attempts, next_attempt_at, expires_at, last_error, "
+          "created_at, updated_at) VALUES ($1, $2, $3, 'pending', 1, $4, $5, $6, $7, $7) "
+          "ON CONFLICT (user_id, grant_id) DO UPDATE SET attempts = resend_bill.attempts + 1, state = 'pending', "
+          "last_error = excluded.last_error, updated_at = excluded.updated_at",
+          {tgt->user, tgt->id, bill, done + opts_.resend_first_delay_ms, done + opts_.resend_expiry_ms,
+           why.substr(0, 500), done});
+      out.state = "delayed_resend";
+    }
+  });
+  spdlog::info("deliver record={} bill={} channel={} outcome={} code={} state={}", tgt->record_code, bill, tgt->channel,
+               delivery::outcome_name(res.outcome), res.code, out.state);
+  return out;
+}
+
+delivery::WebhookClient& Engine::webhook(const std::string& channel) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = webhooks_.find(channel);
+  if (it != webhooks_.end()) return *it->second;
+  const auto& cfg = opts_.channels.at(channel);
+  std::string secret = resolve_secret(cfg.secret_ref, "channels." + channel + ".secret", opts_.getenv);
+  auto c = std::make_unique<delivery::WebhookClient>(cfg, secret);
+  auto& ref = *c;
+  webhooks_[channel] = std::move(c);
+  return ref;
+}
+
+}  // namespace rc::engine

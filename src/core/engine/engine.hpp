@@ -1,0 +1,137 @@
+#pragma once
+// The issuance engine: one request becomes at most one grant, whatever the concurrency, retries or
+// crashes. Every caller (claim CLI, list-issue, jobs, tests, benchmarks) goes through Engine::claim.
+//
+// The common flow (DESIGN §4), in this order and for every kind:
+//   1 idempotency by biz_id (a replay returns the original grant and changes nothing)
+//   2 activity: exists, live (or gray and the user on the gray list), server time inside the window
+//   3 qualification, when the activity requires one: exists and unused -> used
+//   4 risk: blacklist, fuse
+//   5 per-user limit for the current period (a conditional counter update)
+//   6 prize selection (kinds differ only here: direct, lottery draw, redpack amount)
+//   7 grant row (init) + status log: the unique biz_id decides between concurrent twins
+//   8 budget, then stock: conditional updates on the hot rows, last, so their locks are held for
+//     the shortest time
+//   all of 1-8 in one transaction; then
+//   9 delivery after commit: init -> issuing with a persisted bill number, then the channel.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/delivery/channel.hpp"
+#include "core/store/store.hpp"
+
+namespace rc::engine {
+
+struct ClaimRequest {
+  std::string activity;  // activity code
+  std::string user;
+  std::string biz_id;    // the caller's idempotency key
+  std::optional<std::string> source;  // the caller's channel (app, web, ...), recorded on the grant
+  std::optional<std::string> prize;   // direct: which prize (default: the first); list-issue sets it
+  std::optional<int64_t> list_item_id;
+  bool deliver = true;                // false: stop after commit (the caller delivers later)
+};
+
+enum class Status { granted, replayed, rejected };
+const char* status_name(Status s);
+
+struct GrantView {
+  int64_t id = 0;
+  std::string record_code, biz_id, activity, prize, user, state, item, item_kind, channel;
+  int64_t amount = 0, cost_cents = 0;
+  std::optional<std::string> bill_no, degraded_from, source, reason;
+  std::optional<int64_t> draw_value, pool_version, bucket;
+  Millis created_at = 0, updated_at = 0;
+};
+
+struct ClaimOutcome {
+  Status status = Status::rejected;
+  std::string reason;  // for rejected: not_found, not_live, not_started, ended, paused, not_in_gray_list,
+                       // not_qualified, qualification_used, blacklisted, limit_reached, sold_out,
+                       // budget_exhausted, held_by_fuse, biz_id_conflict
+  std::optional<GrantView> grant;
+  int64_t duration_us = 0;
+};
+
+struct DeliveryOutcome {
+  std::string state;  // the grant's state afterwards
+  delivery::Outcome outcome = delivery::Outcome::unknown;
+  std::string code, message;
+  bool delivered_now = false;  // false: another process owned the delivery, or nothing to do
+};
+
+struct EngineOptions {
+  std::string actor = "rewardctl";
+  std::map<std::string, delivery::ChannelConfig> channels;  // from parse_channels (ledger, outbox built in)
+  GetEnv getenv;                 // resolves channel secrets
+  int64_t resend_first_delay_ms = 60'000;
+  int64_t resend_expiry_ms = 5LL * 24 * 3600 * 1000;
+  int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
+};
+
+struct ActivityCatalog;  // cached static configuration of one activity version (engine internals)
+
+class Engine {
+ public:
+  Engine(store::Store& st, const Clock& clock, EngineOptions opts);
+  ~Engine();
+
+  ClaimOutcome claim(const ClaimRequest& r);
+  // Step 9 for one grant: moves init|delayed_resend -> issuing (only the winner of that move
+  // delivers), persists or reuses the bill number, calls the channel, records the outcome.
+  DeliveryOutcome deliver(int64_t grant_id);
+
+  store::Store& store() { return st_; }
+
+ private:
+  friend struct ClaimRun;
+  std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
+                                                 int64_t version);
+  bool known_sold_out(int64_t prize_id);
+  void remember_sold_out(int64_t prize_id);
+  delivery::WebhookClient& webhook(const std::string& channel);
+
+  store::Store& st_;
+  const Clock& clock_;
+  EngineOptions opts_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const ActivityCatalog>> catalogs_;
+  std::map<int64_t, Millis> sold_out_;
+  std::map<std::string, std::unique_ptr<delivery::WebhookClient>> webhooks_;
+};
+
+// Reads one grant by record code (or nullopt).
+std::optional<GrantView> find_grant(store::Session& s, const std::string& record_code);
+std::optional<GrantView> find_grant_by_biz(store::Session& s, const std::string& biz_id);
+std::vector<GrantView> grants_of_user(store::Session& s, const std::string& user,
+                                      const std::optional<std::string>& activity);
+
+struct ReverseOutcome {
+  bool changed = false;
+  bool replayed = false;  // the same request id was applied before: nothing to do
+  std::string state, message;
+  std::optional<GrantView> grant;
+};
+// success -> reversed, returning stock, the limit counts and the budget, and debiting a ledger
+// credit. A repeat with the same request id does nothing (replayed).
+ReverseOutcome reverse(store::Store& st, const std::string& record_code, const std::string& reason,
+                       const std::optional<std::string>& request_id, const std::string& actor, Millis now,
+                       bool dry_run = false);
+
+// The external system's answer for an outbox delivery: awaiting_external -> success | failed.
+struct CompleteOutcome {
+  bool changed = false;
+  std::string state, message;
+  std::optional<GrantView> grant;
+};
+CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, const std::optional<std::string>& reason,
+                         const std::string& actor, Millis now, bool dry_run = false);
+
+}  // namespace rc::engine
