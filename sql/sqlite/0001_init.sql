@@ -97,6 +97,7 @@ CREATE TABLE qualification (
   status      TEXT NOT NULL DEFAULT 'unused' CHECK (status IN ('unused', 'used', 'revoked', 'expired')),
   source      TEXT,
   import_id   TEXT,
+  import_line BIGINT,  -- physical line of the import file that created the row
   ext         TEXT,
   expires_at  BIGINT,
   created_at  BIGINT NOT NULL,
@@ -122,6 +123,7 @@ CREATE TABLE grants (
   degraded_from BIGINT,
   bill_no       TEXT,
   channel       TEXT,
+  source        TEXT,
   list_item_id  BIGINT,
   expires_at    BIGINT,
   reason        TEXT,
@@ -337,8 +339,23 @@ CREATE TABLE import_run (
   activity_id    BIGINT NOT NULL REFERENCES activity (id),
   file_sha256    TEXT NOT NULL,
   source         TEXT,
-  rows_committed BIGINT NOT NULL DEFAULT 0,
-  state          TEXT NOT NULL,
+  rows_committed BIGINT NOT NULL DEFAULT 0,  -- data records of the file read and committed: the resume point
+  inserted       BIGINT NOT NULL DEFAULT 0,
+  existing       BIGINT NOT NULL DEFAULT 0,
+  rejected       BIGINT NOT NULL DEFAULT 0,
+  rejects_bytes  BIGINT NOT NULL DEFAULT 0,  -- length of the rejects file at rows_committed
+  operator       TEXT NOT NULL,
+  state          TEXT NOT NULL CHECK (state IN ('running', 'done')),
   created_at     BIGINT NOT NULL,
   updated_at     BIGINT NOT NULL
+);
+CREATE INDEX import_run_resume ON import_run (activity_id, file_sha256, state);
+
+-- users of a running import that were already qualified before it: a later repeat of one of them in
+-- the file is a duplicate, not a second "existing" (rows are deleted when the import completes)
+CREATE TABLE import_seen (
+  import_id TEXT NOT NULL,
+  user_id   TEXT NOT NULL,
+  line      BIGINT NOT NULL,
+  PRIMARY KEY (import_id, user_id)
 );
