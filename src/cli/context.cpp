@@ -1,5 +1,7 @@
 #include "cli/context.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include "core/store/migrate.hpp"
 
 namespace rc::cli {
@@ -11,6 +13,14 @@ std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create) {
   o.busy_timeout_ms = settings.db_busy_timeout_ms;
   o.retries = settings.db_retries;
   return store::open_store(dsn, o);
+}
+
+CLI::App* activity_group(CLI::App& app) {
+  try {
+    return app.get_subcommand("activity");
+  } catch (const CLI::OptionNotFound&) {
+    return app.add_subcommand("activity", "Activities: define, review, publish, control")->require_subcommand(1);
+  }
 }
 
 std::unique_ptr<store::Store> Ctx::open_store() {

@@ -32,5 +32,9 @@ struct Ctx {
 // Each command group registers its subcommands; the callback only records ctx.action.
 void register_db(CLI::App& app, Ctx& ctx);
 void register_help(CLI::App& app, Ctx& ctx);
+void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
+
+// The one `activity` group shared by several command files: created by whichever registers first.
+CLI::App* activity_group(CLI::App& app);
 
 }  // namespace rc::cli
