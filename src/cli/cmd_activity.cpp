@@ -157,7 +157,6 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   auto* gray = publish->add_flag("--gray", opt.gray, "Only users on the gray list may claim");
   auto* full = publish->add_flag("--full", opt.full, "Everyone may claim");
   gray->excludes(full);
-  publish->require_option(1, 1);
   add_dry_run(publish);
   on(publish, ctx, [](Ctx& c) {
     if (opt.gray == opt.full) throw Error(Exit::usage, "activity publish needs exactly one of --gray or --full");

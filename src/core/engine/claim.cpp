@@ -315,6 +315,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
       try {
         run.run();
         granted = run.g;
+        if (r.dry_run) tx.rollback_only();
       } catch (const Rejection& rej) {
         out.reason = rej.reason;
         tx.rollback_only();
@@ -338,7 +339,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   }
   out.status = Status::granted;
   out.grant = granted;
-  if (r.deliver) {
+  out.dry_run = r.dry_run;
+  if (r.deliver && !r.dry_run) {
     auto d = deliver(granted->id);
     out.grant->state = d.state;
     if (auto g = find_grant(st_.autocommit(), granted->record_code)) out.grant = g;

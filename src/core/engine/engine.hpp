@@ -37,6 +37,7 @@ struct ClaimRequest {
   std::optional<std::string> prize;   // direct: which prize (default: the first); list-issue sets it
   std::optional<int64_t> list_item_id;
   bool deliver = true;                // false: stop after commit (the caller delivers later)
+  bool dry_run = false;               // run every check and write, then roll back; no delivery
 };
 
 enum class Status { granted, replayed, rejected };
@@ -57,6 +58,7 @@ struct ClaimOutcome {
                        // not_qualified, qualification_used, blacklisted, limit_reached, sold_out,
                        // budget_exhausted, held_by_fuse, biz_id_conflict
   std::optional<GrantView> grant;
+  bool dry_run = false;  // granted would have happened; nothing was kept
   int64_t duration_us = 0;
 };
 

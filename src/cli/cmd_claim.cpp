@@ -1,0 +1,173 @@
+// claim | record show | record reverse (also top-level reverse) | record complete | ledger balance | ledger entries
+#include <CLI/CLI.hpp>
+
+#include "cli/context.hpp"
+#include "core/engine/engine.hpp"
+
+namespace rc::cli {
+
+engine::EngineOptions engine_options(Ctx& ctx);
+json grant_json(const engine::GrantView& g);
+
+namespace {
+
+struct {
+  std::string activity, user, biz_id, source, prize, code, reason, request_id, bill;
+  bool no_deliver = false, dry_run = false, ok = false, failed = false;
+} opt;
+
+Exit run_claim(Ctx& ctx) {
+  auto st = ctx.open_store();
+  engine::Engine eng(*st, *ctx.clock, engine_options(ctx));
+  engine::ClaimRequest r;
+  r.activity = opt.activity;
+  r.user = opt.user;
+  r.biz_id = opt.biz_id;
+  if (!opt.source.empty()) r.source = opt.source;
+  if (!opt.prize.empty()) r.prize = opt.prize;
+  r.deliver = !opt.no_deliver;
+  r.dry_run = opt.dry_run;
+  auto o = eng.claim(r);
+  json j{{"outcome", engine::status_name(o.status)}, {"activity", r.activity}, {"user", r.user}, {"biz_id", r.biz_id}};
+  if (!o.reason.empty()) j["reason"] = o.reason;
+  if (o.dry_run) j["dry_run"] = true;
+  if (o.grant) {
+    auto g = grant_json(*o.grant);
+    for (auto it = g.begin(); it != g.end(); ++it)
+      if (!j.contains(it.key())) j[it.key()] = it.value();
+  }
+  ctx.out.record(j);
+  return o.status == engine::Status::rejected ? Exit::findings : Exit::ok;
+}
+
+Exit run_reverse(Ctx& ctx) {
+  auto st = ctx.open_store();
+  std::optional<std::string> rid;
+  if (!opt.request_id.empty()) rid = opt.request_id;
+  auto o = engine::reverse(*st, opt.code, opt.reason, rid, ctx.settings.operator_name, ctx.now(), opt.dry_run);
+  json j{{"record_code", opt.code}, {"changed", o.changed}, {"replayed", o.replayed}, {"state", o.state},
+         {"message", o.message}, {"dry_run", opt.dry_run}};
+  ctx.out.record(j);
+  bool refused = !o.changed && !o.replayed && !opt.dry_run;
+  if (refused) std::cerr << "rewardctl: " << o.message << "\n";
+  return refused ? Exit::findings : Exit::ok;
+}
+
+void add_reverse_options(CLI::App* c) {
+  c->add_option("code", opt.code, "Record code of the grant")->required();
+  c->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  c->add_option("--request-id", opt.request_id, "Idempotency key: a repeat with the same key does nothing");
+  c->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
+}
+
+}  // namespace
+
+void register_claim(CLI::App& app, Ctx& ctx) {
+  auto* claim = app.add_subcommand("claim", "Claim (or draw) a prize for a user: idempotent by --biz-id");
+  claim->add_option("activity", opt.activity, "Activity code")->required();
+  claim->add_option("--user", opt.user, "User id")->required();
+  claim->add_option("--biz-id", opt.biz_id, "The caller's idempotency key: a replay returns the original grant")
+      ->required();
+  claim->add_option("--channel", opt.source, "The caller's channel (app, web, ...), recorded on the grant");
+  claim->add_option("--prize", opt.prize, "Direct activities with several prizes: which one (default: the first)");
+  claim->add_flag("--no-deliver", opt.no_deliver, "Commit the grant (state init) without delivering it now");
+  claim->add_flag("--dry-run", opt.dry_run, "Run every check, then roll back: would this claim be granted?");
+  claim->callback([&ctx] { ctx.action = [&ctx] { return run_claim(ctx); }; });
+
+  auto* record = app.add_subcommand("record", "Grants (prize records): show, reverse, complete")->require_subcommand(1);
+  auto* show = record->add_subcommand("show", "Show grants by record code, --biz-id, or --user [--activity]");
+  show->add_option("code", opt.code, "Record code");
+  show->add_option("--biz-id", opt.biz_id, "The grant of this idempotency key");
+  show->add_option("--user", opt.user, "All grants of this user");
+  show->add_option("--activity", opt.activity, "With --user: only this activity");
+  show->callback([&ctx] {
+    ctx.action = [&ctx] {
+      int given = !opt.code.empty() + !opt.biz_id.empty() + !opt.user.empty();
+      if (given != 1) throw Error(Exit::usage, "record show needs exactly one of CODE, --biz-id or --user");
+      auto st = ctx.open_store();
+      std::vector<engine::GrantView> gs;
+      if (!opt.code.empty()) {
+        if (auto g = engine::find_grant(st->autocommit(), opt.code)) gs.push_back(*g);
+      } else if (!opt.biz_id.empty()) {
+        if (auto g = engine::find_grant_by_biz(st->autocommit(), opt.biz_id)) gs.push_back(*g);
+      } else {
+        std::optional<std::string> a;
+        if (!opt.activity.empty()) a = opt.activity;
+        gs = engine::grants_of_user(st->autocommit(), opt.user, a);
+      }
+      if (gs.empty() && opt.user.empty()) throw Error(Exit::findings, "no such grant");
+      if (gs.size() == 1 && opt.user.empty()) {
+        ctx.out.record(grant_json(gs[0]));
+        return Exit::ok;
+      }
+      std::vector<json> rows;
+      for (auto& g : gs) rows.push_back(grant_json(g));
+      ctx.out.rows({{"record_code", "RECORD"}, {"activity", "ACTIVITY"}, {"prize", "PRIZE"}, {"amount", "AMOUNT"},
+                    {"state", "STATE"}, {"biz_id", "BIZ_ID"}, {"created_at", "CREATED"}},
+                   rows, "grant");
+      return Exit::ok;
+    };
+  });
+  auto* rev = record->add_subcommand("reverse", "Reverse a successful grant (refund/cancel): success -> reversed");
+  add_reverse_options(rev);
+  rev->callback([&ctx] { ctx.action = [&ctx] { return run_reverse(ctx); }; });
+  auto* rev2 = app.add_subcommand("reverse", "Same as `record reverse`");
+  add_reverse_options(rev2);
+  rev2->callback([&ctx] { ctx.action = [&ctx] { return run_reverse(ctx); }; });
+
+  auto* comp = record->add_subcommand("complete", "Record the external system's answer for an outbox delivery");
+  comp->add_option("bill", opt.bill, "Delivery bill number")->required();
+  auto* okf = comp->add_flag("--ok", opt.ok, "Delivered: awaiting_external -> success");
+  auto* ff = comp->add_flag("--failed", opt.failed, "Not delivered: awaiting_external -> failed (needs --reason)");
+  okf->excludes(ff);
+  comp->add_option("--reason", opt.reason, "Why it failed");
+  comp->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
+  comp->callback([&ctx] {
+    ctx.action = [&ctx] {
+      if (opt.ok == opt.failed) throw Error(Exit::usage, "record complete needs exactly one of --ok or --failed");
+      if (opt.failed && opt.reason.empty()) throw Error(Exit::usage, "record complete --failed needs --reason");
+      auto st = ctx.open_store();
+      std::optional<std::string> reason;
+      if (!opt.reason.empty()) reason = opt.reason;
+      auto o = engine::complete(*st, opt.bill, opt.ok, reason, ctx.settings.operator_name, ctx.now(), opt.dry_run);
+      ctx.out.record({{"bill_no", opt.bill}, {"changed", o.changed}, {"state", o.state}, {"message", o.message},
+                      {"dry_run", opt.dry_run}});
+      bool refused = !o.changed && !opt.dry_run;
+      if (refused) std::cerr << "rewardctl: " << o.message << "\n";
+      return refused ? Exit::findings : Exit::ok;
+    };
+  });
+
+  auto* ledger = app.add_subcommand("ledger", "The in-database ledger channel: balances and entries")->require_subcommand(1);
+  auto* bal = ledger->add_subcommand("balance", "Balances of a user per asset");
+  bal->add_option("user", opt.user, "User id")->required();
+  bal->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      auto r = st->query("SELECT asset, balance, updated_at FROM ledger_account WHERE user_id = $1 ORDER BY asset", {opt.user});
+      std::vector<json> rows;
+      for (auto& x : r.rows)
+        rows.push_back({{"user", opt.user}, {"asset", x.str(0)}, {"balance", x.i64(1)}, {"updated_at", format_utc(x.i64(2))}});
+      ctx.out.rows({{"asset", "ASSET"}, {"balance", "BALANCE"}, {"updated_at", "UPDATED"}}, rows, "balance");
+      return Exit::ok;
+    };
+  });
+  auto* ent = ledger->add_subcommand("entries", "Ledger entries of a user, oldest first");
+  ent->add_option("user", opt.user, "User id")->required();
+  ent->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      auto r = st->query(
+          "SELECT bill_no, kind, asset, amount, created_at FROM ledger_entry WHERE user_id = $1 ORDER BY id", {opt.user});
+      std::vector<json> rows;
+      for (auto& x : r.rows)
+        rows.push_back({{"user", opt.user}, {"bill_no", x.str(0)}, {"kind", x.str(1)}, {"asset", x.str(2)},
+                        {"amount", x.i64(3)}, {"at", format_utc(x.i64(4))}});
+      ctx.out.rows({{"at", "AT"}, {"kind", "KIND"}, {"asset", "ASSET"}, {"amount", "AMOUNT"}, {"bill_no", "BILL"}}, rows,
+                   "entry");
+      return Exit::ok;
+    };
+  });
+}
+
+}  // namespace rc::cli
