@@ -297,7 +297,7 @@ TEST_CASE("definition: unknown keys are errors, with the key that was probably m
   }
 }
 
-TEST_CASE("definition: wrong types; amounts given as floats") {
+TEST_CASE("definition: wrong types, and amounts given as floats") {
   struct Case {
     std::string from, to, path, says;
   };
@@ -551,7 +551,7 @@ TEST_CASE("lint: stock_over_budget gives both figures in yuan and cents") {
   CHECK(find(review(with(kRedpack, "stock = 1000", "stock = 1001")), "stock_over_budget"));
 }
 
-TEST_CASE("lint: the extra zero — amount_outlier, amount_over_item_max, amount_vs_unit_cost") {
+TEST_CASE("lint: the extra zero - amount_outlier, amount_over_item_max, amount_vs_unit_cost") {
   std::string three = with(kDirect, "budget_cents = 100000", "budget_cents = 100000000") +
                       "\n[[prizes]]\ncode = \"c20\"\nitem = \"coupon_10\"\namount = 2\nstock = 10\n"
                       "\n[[prizes]]\ncode = \"c100\"\nitem = \"coupon_10\"\namount = 20\nstock = 10\n";
