@@ -734,3 +734,26 @@ TEST_CASE("lint: every bad example produces the findings its '# expect:' line na
   CHECK(seen_codes.count("unknown_key"));
   CHECK(seen_codes.count("syntax"));
 }
+
+TEST_CASE("lint: every finding code the sources emit is in the man page's table, with its severity") {
+  std::string man = slurp(source_dir() + "/man/rewardctl.1.scd");
+  std::map<std::string, std::string> codes;  // code -> severity named next to it in the source
+  for (auto src : {"/src/core/activity/definition.cpp", "/src/core/activity/lint.cpp"}) {
+    std::string text = slurp(source_dir() + src);
+    for (size_t at = 0; (at = text.find("add(\"", at)) != std::string::npos; ++at) {
+      size_t b = at + 5, e = text.find('"', b);
+      std::string code = text.substr(b, e - b);
+      std::string rest = text.substr(e, 40);
+      std::string sev = rest.find("Severity::warning") != std::string::npos ? "warning"
+                        : rest.find("Severity::info") != std::string::npos  ? "info"
+                                                                              : "error";
+      codes[code] = sev;
+    }
+  }
+  codes["syntax"] = "error";  // built without add()
+  CHECK(codes.size() >= 35);
+  for (auto& [code, sev] : codes) {
+    CAPTURE(code);
+    CHECK(man.find("|  " + code + "\n:  " + sev + "\n") != std::string::npos);
+  }
+}
