@@ -2,6 +2,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -12,6 +14,7 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--rc-backend=", 13) == 0) setenv("REWARDCTL_TEST_BACKEND", argv[i] + 13, 1);
     else args.push_back(argv[i]);
   }
+  spdlog::set_level(spdlog::level::warn);  // in-process engines log every claim at info
   doctest::Context ctx;
   ctx.applyCommandLine(int(args.size()), args.data());
   return ctx.run();
