@@ -32,6 +32,7 @@ struct Ctx {
 // Each command group registers its subcommands; the callback only records ctx.action.
 void register_db(CLI::App& app, Ctx& ctx);
 void register_help(CLI::App& app, Ctx& ctx);
+void register_import(CLI::App& app, Ctx& ctx);  // import-qualifications, qualification (cmd_import.cpp)
 void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
 
 // The one `activity` group shared by several command files: created by whichever registers first.

@@ -8,6 +8,7 @@ namespace rc::cli {
 void register_all(CLI::App& app, Ctx& ctx) {
   register_db(app, ctx);
   register_activity_def(app, ctx);
+  register_import(app, ctx);
   register_help(app, ctx);
 }
 

@@ -1,0 +1,174 @@
+// import-qualifications | qualification revoke | qualification show | qualification count
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "cli/context.hpp"
+#include "jobs/import_qualifications.hpp"
+
+namespace rc::cli {
+namespace {
+
+struct {
+  std::string activity, file, source, rejects, max_rejects = "0", progress = "auto", reason, user, status;
+  int64_t batch_size = 0;
+  bool dry_run = false;
+} opt;
+
+int64_t per_second(int64_t n, double s) { return s > 0 ? int64_t(std::llround(double(n) / s)) : n; }
+std::string rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
+
+Exit run_import(Ctx& ctx) {
+  jobs::ImportOptions o;
+  o.activity = opt.activity;
+  o.file = opt.file;
+  o.source = opt.source;
+  o.rejects_path = opt.rejects;
+  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
+  o.batch_size = opt.batch_size;
+  o.dry_run = opt.dry_run;
+  o.operator_name = ctx.settings.operator_name;
+  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  auto store = ctx.open_store();
+  auto r = jobs::import_qualifications(*store, o, *ctx.clock);
+  const auto& c = r.counts;
+  spdlog::info("{}import into {} from {}: read {}, inserted {}, existing {}, rejected {} in {:.2f} s ({} rows/s){}",
+               r.dry_run ? "dry run: " : "", r.activity, r.file, c.read, c.inserted, c.existing, c.rejected, r.seconds,
+               per_second(c.read, r.seconds),
+               r.resumed_from ? " (resumed after row " + std::to_string(r.resumed_from) + ")" : std::string());
+  if (ctx.out.json_mode())
+    ctx.out.record({{"activity", r.activity},
+                    {"file", r.file},
+                    {"import_id", r.import_id},
+                    {"sha256", r.sha256},
+                    {"dry_run", r.dry_run},
+                    {"read", c.read},
+                    {"inserted", c.inserted},
+                    {"existing", c.existing},
+                    {"rejected", c.rejected},
+                    {"resumed_from", r.resumed_from},
+                    {"seconds", std::round(r.seconds * 1000) / 1000},
+                    {"rows_per_s", per_second(c.read, r.seconds)},
+                    {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
+                    {"over_limit", r.over_limit}});
+  const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
+  if (r.over_limit)
+    throw Error(Exit::data, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
+                                r.limit + see +
+                                (opt.batch_size > 0 ? ": the last batch was rolled back; batches committed before it "
+                                                      "stay, and a rerun continues after them"
+                                                    : ": nothing was imported"));
+  if (c.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(c.rejected), r.limit, see);
+  return r.exit_code();
+}
+
+Exit run_revoke(Ctx& ctx) {
+  jobs::RevokeOptions o;
+  o.activity = opt.activity;
+  o.file = opt.file;
+  o.rejects_path = opt.rejects;
+  o.reason = opt.reason;
+  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
+  o.batch_size = opt.batch_size;
+  o.dry_run = opt.dry_run;
+  o.operator_name = ctx.settings.operator_name;
+  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  auto store = ctx.open_store();
+  auto r = jobs::revoke_qualifications(*store, o, *ctx.clock);
+  spdlog::info("{}revoke in {} from {}: read {}, revoked {}, not found {}, not unused {}, rejected {} in {:.2f} s",
+               r.dry_run ? "dry run: " : "", r.activity, r.file, r.read, r.revoked, r.not_found, r.not_unused,
+               r.rejected, r.seconds);
+  if (ctx.out.json_mode())
+    ctx.out.record({{"activity", r.activity},
+                    {"file", r.file},
+                    {"dry_run", r.dry_run},
+                    {"read", r.read},
+                    {"revoked", r.revoked},
+                    {"not_found", r.not_found},
+                    {"not_unused", r.not_unused},
+                    {"rejected", r.rejected},
+                    {"seconds", std::round(r.seconds * 1000) / 1000},
+                    {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
+                    {"over_limit", r.over_limit}});
+  const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
+  if (r.over_limit)
+    throw Error(Exit::data, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
+                                r.limit + see + ": nothing was revoked" +
+                                (opt.batch_size > 0 ? " by the last batch" : ""));
+  if (r.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(r.rejected), r.limit, see);
+  return r.exit_code();
+}
+
+Exit run_show(Ctx& ctx) {
+  auto store = ctx.open_store();
+  auto q = jobs::find_qualification(*store, opt.activity, opt.user);
+  if (!q) throw Error(Exit::findings, "user '" + opt.user + "' has no qualification in " + opt.activity);
+  auto opt_json = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  json ext = nullptr;
+  if (q->ext) ext = json::parse(*q->ext, nullptr, false);
+  ctx.out.record({{"activity", opt.activity},
+                  {"user_id", q->user_id},
+                  {"status", q->status},
+                  {"source", opt_json(q->source)},
+                  {"import_id", opt_json(q->import_id)},
+                  {"import_line", opt_json(q->import_line)},
+                  {"ext", ext.is_discarded() ? json(*q->ext) : ext},
+                  {"expires_at", q->expires_at ? json(format_utc(*q->expires_at)) : json(nullptr)},
+                  {"created_at", format_utc(q->created_at)},
+                  {"updated_at", format_utc(q->updated_at)}});
+  return Exit::ok;
+}
+
+Exit run_count(Ctx& ctx) {
+  auto store = ctx.open_store();
+  std::optional<std::string> status;
+  if (!opt.status.empty()) status = opt.status;
+  int64_t n = jobs::count_qualifications(*store, opt.activity, status);
+  json j = {{"activity", opt.activity}, {"count", n}};
+  if (status) j["status"] = *status;
+  ctx.out.record(j);
+  return Exit::ok;
+}
+
+// The options an import and a revoke share.
+void file_options(CLI::App* c) {
+  c->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  c->add_option("FILE", opt.file, "CSV file with a user_id column; - reads standard input")->required();
+  c->add_option("--rejects", opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
+  c->add_option("--max-rejects", opt.max_rejects,
+                "Rejected rows allowed, as a count or a percentage of the rows read (N or N%); more fails with "
+                "exit 65 and writes nothing (default 0)");
+  c->add_option("--batch-size", opt.batch_size, "Commit every N rows (default: the whole file in one transaction)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  c->add_flag("--dry-run", opt.dry_run, "Do everything, report the counts, and roll back");
+  c->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+      ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
+}
+
+}  // namespace
+
+void register_import(CLI::App& app, Ctx& ctx) {
+  auto* imp = app.add_subcommand("import-qualifications",
+                                 "Import a whitelist CSV into an activity: idempotent, with a rejects file");
+  file_options(imp);
+  imp->add_option("--source", opt.source, "Source recorded on each qualification (default: the file name)");
+  imp->callback([&ctx] { ctx.action = [&ctx] { return run_import(ctx); }; });
+
+  auto* q = app.add_subcommand("qualification", "Whitelist entries: revoke, show, count")->require_subcommand(1);
+  auto* revoke = q->add_subcommand("revoke", "Revoke the unused qualifications of the users a CSV file lists");
+  file_options(revoke);
+  revoke->add_option("--reason", opt.reason, "Reason recorded in the status log");
+  revoke->callback([&ctx] { ctx.action = [&ctx] { return run_revoke(ctx); }; });
+  auto* show = q->add_subcommand("show", "Show one user's qualification");
+  show->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  show->add_option("USER", opt.user, "User id")->required();
+  show->callback([&ctx] { ctx.action = [&ctx] { return run_show(ctx); }; });
+  auto* count = q->add_subcommand("count", "Count an activity's qualifications");
+  count->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  count->add_option("--status", opt.status, "Only this status")
+      ->check(CLI::IsMember({"unused", "used", "revoked", "expired"}));
+  count->callback([&ctx] { ctx.action = [&ctx] { return run_count(ctx); }; });
+}
+
+}  // namespace rc::cli

@@ -1,0 +1,432 @@
+// import-qualifications and qualification revoke|show|count through the real binary, on the
+// backend under test: dirty inputs and their line numbers, idempotent reruns, the dry-run twin,
+// standard input, and a batched import killed with SIGKILL and rerun.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "core/csv_reader.hpp"
+#include "support/harness.hpp"
+
+using nlohmann::json;
+using rt::TestDb;
+
+namespace {
+
+// The activity command belongs to another suite: the row is written directly.
+void make_activity(const TestDb& db, const std::string& code) {
+  db.open()->exec(
+      "INSERT INTO activity (code, name, kind, state, definition, definition_hash, timezone, start_at, end_at, "
+      "created_by, created_at, updated_at) VALUES ($1, $1, 'direct', 'live', '{}', 'x', 'UTC', 0, 4102444800000, "
+      "'test', 0, 0)",
+      {code});
+}
+
+TestDb& fresh(TestDb& db) {
+  db.migrate();
+  make_activity(db, "act");
+  return db;
+}
+
+int64_t qualified(const TestDb& db, const std::string& code = "act") {
+  return db.count("SELECT count(*) FROM qualification q JOIN activity a ON a.id = q.activity_id WHERE a.code = $1",
+                  {code});
+}
+
+json last_json(const rt::Run& r) {
+  auto ls = rt::lines(r.out);
+  REQUIRE(!ls.empty());
+  return json::parse(ls.back());
+}
+
+// (line, error) of every row of a rejects file.
+std::vector<std::pair<int64_t, std::string>> rejects(const std::string& path) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return out;
+  rc::csv::Reader r(fd, path);
+  rc::csv::Record rec;
+  bool header = true;
+  while (r.next(rec)) {
+    if (header) {
+      header = false;
+      REQUIRE(rec.fields.size() >= 2);
+      CHECK(rec.fields[rec.fields.size() - 2] == "_line");
+      CHECK(rec.fields.back() == "_error");
+      continue;
+    }
+    out.emplace_back(std::stoll(rec.fields[rec.fields.size() - 2]), rec.fields.back());
+  }
+  close(fd);
+  return out;
+}
+
+bool exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
+
+struct Case {
+  const char* name;
+  std::string csv;
+  std::vector<std::string> extra;  // options
+  int rc;
+  int64_t rows;                                         // qualifications afterwards
+  std::vector<std::pair<int64_t, std::string>> rejected;  // (line, start of _error)
+  std::string err;                                      // expected in stderr
+};
+
+}  // namespace
+
+TEST_CASE("import: malformed and awkward inputs, each with its outcome and line numbers") {
+  const std::string big(100 * 1024, 'x');
+  const std::vector<Case> cases = {
+      {"BOM and CRLF", "\xEF\xBB\xBFuser_id,tier\r\nu1,gold\r\nu2,silver\r\n", {}, 0, 2, {}, ""},
+      {"quoted newline, then a malformed row", "user_id,note\nu1,\"two\nlines\"\nu2,x\nu3,\"a\"b\nu4,ok\n",
+       {"--max-rejects", "1"}, 3, 3, {{5, "malformed quoting in field 2"}}, ""},
+      {"NUL byte", std::string("user_id,tier\nu1,go") + '\0' + "ld\nu2,x\n", {"--max-rejects", "1"}, 3, 1,
+       {{2, "field 'tier' holds a NUL byte"}}, ""},
+      {"invalid UTF-8", "user_id,tier\nu\xff" "1,x\nu2,\xc3\x28\nu3,\xe7\x94\xa8\n", {"--max-rejects", "2"}, 3, 1,
+       {{2, "user_id is not valid UTF-8"}, {3, "field 'tier' is not valid UTF-8"}}, ""},
+      {"empty file", "", {}, 65, 0, {}, "in.csv:1: the file is empty"},
+      {"header only", "user_id,tier\n", {}, 0, 0, {}, "read 0, inserted 0"},
+      {"100 KB field kept, 100 KB user_id rejected", "user_id,blob\nu1," + big + "\n" + big + ",b\n",
+       {"--max-rejects", "1"}, 3, 1, {{3, "user_id is 102400 bytes, at most 64"}}, ""},
+      {"duplicate users over the default limit: nothing written", "user_id\nu1\nu2\nu1\nu3\nu1\n", {}, 65, 0,
+       {{4, "duplicate user_id: first listed on line 2"}, {6, "duplicate user_id: first listed on line 2"}},
+       "2 rows rejected, over --max-rejects 0"},
+      {"duplicate users within the limit", "user_id\nu1\nu2\nu1\n", {"--max-rejects", "1"}, 3, 2,
+       {{4, "duplicate user_id: first listed on line 2"}}, ""},
+      {"spaces around values and header names", "user_id , tier\n  u1  ,  gold \n\" u2\t\",x\n\xe3\x80\x80u3,y\n",
+       {}, 0, 3, {}, ""},
+      {"extra and missing columns", "user_id,tier\nu1,gold,extra\nu2\nu3,ok\n", {"--max-rejects", "2"}, 3, 1,
+       {{2, "3 fields, the header has 2 (extra columns)"}, {3, "1 field, the header has 2 (missing columns)"}}, ""},
+      {"empty, blank and control-character user ids", "user_id,t\n,a\n   ,b\nu\x01x,c\nok,d\n", {"--max-rejects", "3"},
+       3, 1, {{2, "user_id is empty"}, {3, "user_id is empty"}, {4, "user_id holds a control character"}}, ""},
+      {"unterminated quote at the end", "user_id,tier\nu1,gold\nu2,\"never closed\nu3,x\n", {"--max-rejects", "100%"},
+       65, 0, {}, "in.csv:3: unterminated quoted field"},
+      {"no user_id column", "id,tier\n1,x\n", {}, 65, 0, {}, "in.csv:1: header: no user_id column"},
+      {"a column named twice", "user_id,a,a\nu1,x,y\n", {}, 65, 0, {}, "column 'a' is named twice"},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.name) {
+      TestDb db;
+      fresh(db);
+      std::string f = rt::write_file(db.dir(), "in.csv", c.csv);
+      std::vector<std::string> args{"import-qualifications", "act", "in.csv", "-o", "json"};
+      args.insert(args.end(), c.extra.begin(), c.extra.end());
+      auto r = db.ok(args, c.rc);
+      CHECK(qualified(db) == c.rows);
+      if (!c.err.empty()) CHECK(r.err.find(c.err) != std::string::npos);
+      auto rej = rejects(f + ".rejects.csv");
+      REQUIRE(rej.size() == c.rejected.size());
+      for (size_t i = 0; i < rej.size(); ++i) {
+        CHECK(rej[i].first == c.rejected[i].first);
+        CHECK(rej[i].second.rfind(c.rejected[i].second, 0) == 0);
+      }
+      if (c.rc == 65) {
+        CHECK(db.count("SELECT count(*) FROM import_run") == 0);
+        CHECK(db.count("SELECT count(*) FROM audit") == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("import: what is stored per row, and the audit and run records") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "w.csv", "user_id,tier,note\nu1,gold,\"a, \"\"b\"\"\nc\"\n");
+  auto r = db.ok({"import-qualifications", "act", "w.csv", "--source", "crm", "-o", "json", "--operator", "ann"});
+  auto j = last_json(r);
+  CHECK(j["v"] == 1);
+  CHECK(j["read"] == 1);
+  CHECK(j["inserted"] == 1);
+  auto s = db.open();
+  auto q = s->query("SELECT status, source, import_id, import_line, ext FROM qualification WHERE user_id = 'u1'");
+  REQUIRE(q.size() == 1);
+  CHECK(q[0].str(0) == "unused");
+  CHECK(q[0].str(1) == "crm");
+  CHECK(q[0].str(2) == j["import_id"].get<std::string>());
+  CHECK(q[0].i64(3) == 2);
+  CHECK(json::parse(q[0].str(4)) == json{{"tier", "gold"}, {"note", "a, \"b\"\nc"}});
+  CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'done' AND rows_committed = 1 AND inserted = 1") == 1);
+  CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'qualification.import' AND operator = 'ann' "
+                 "AND entity_key = 'act'") == 1);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'import_run' AND to_state = 'done'") == 1);
+
+  auto show = db.ok({"qualification", "show", "act", "u1", "-o", "json"});
+  auto sj = last_json(show);
+  CHECK(sj["status"] == "unused");
+  CHECK(sj["import_line"] == 2);
+  CHECK(sj["ext"]["tier"] == "gold");
+  auto none = db.ok({"qualification", "show", "act", "nobody"}, 1);
+  CHECK(none.err.find("has no qualification") != std::string::npos);
+  db.ok({"qualification", "show", "nope", "u1"}, 64);
+}
+
+TEST_CASE("import: rerunning the same file adds nothing, users qualified before count as existing") {
+  TestDb db;
+  fresh(db);
+  std::string body = "user_id\n";
+  for (int i = 0; i < 50; ++i) body += "u" + std::to_string(i) + "\n";
+  rt::write_file(db.dir(), "a.csv", body + "u7\n");
+  auto r1 = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
+  CHECK(r1["inserted"] == 50);
+  CHECK(r1["rejected"] == 1);
+  auto r2 = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
+  CHECK(r2["inserted"] == 0);
+  CHECK(r2["existing"] == 50);
+  CHECK(r2["rejected"] == 1);  // the repeat is still a repeat, not a second "existing"
+  CHECK(qualified(db) == 50);
+
+  // a clean file imported twice: exit 0 both times, 0 rows the second time
+  rt::write_file(db.dir(), "b.csv", "user_id\nu49\nu50\nu51\n");
+  auto b1 = last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
+  CHECK(b1["inserted"] == 2);
+  CHECK(b1["existing"] == 1);
+  auto b2 = last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
+  CHECK(b2["inserted"] == 0);
+  CHECK(b2["existing"] == 3);
+  CHECK(qualified(db) == 52);
+  CHECK_FALSE(exists(db.dir() + "/b.csv.rejects.csv"));
+  CHECK(db.count("SELECT count(*) FROM import_seen") == 0);
+}
+
+TEST_CASE("import: a user qualified before and listed twice is existing once, then a duplicate") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "first.csv", "user_id\nold\n");
+  db.ok({"import-qualifications", "act", "first.csv"});
+  rt::write_file(db.dir(), "again.csv", "user_id\nold\nnew1\nnew2\nold\n");
+  for (std::string batch : {"0", "1", "2"}) {
+    CAPTURE(batch);
+    std::vector<std::string> args{"import-qualifications", "act", "again.csv", "-o", "json", "--max-rejects", "1"};
+    if (batch != "0") args.insert(args.end(), {"--batch-size", batch});
+    auto j = last_json(db.ok(args, 3));
+    CHECK(j["existing"] == 1);
+    CHECK(j["inserted"] == 2);
+    CHECK(j["rejected"] == 1);
+    auto rej = rejects(db.dir() + "/again.csv.rejects.csv");
+    REQUIRE(rej.size() == 1);
+    CHECK(rej[0] == std::make_pair(int64_t(5), std::string("duplicate user_id: first listed on line 2")));
+    db.open()->exec("DELETE FROM qualification WHERE user_id LIKE 'new%'");
+  }
+}
+
+TEST_CASE("import: --dry-run reports the same counts and writes nothing") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "pre.csv", "user_id\np1\np2\n");
+  db.ok({"import-qualifications", "act", "pre.csv"});
+  const int64_t audits = db.count("SELECT count(*) FROM audit"), runs = db.count("SELECT count(*) FROM import_run");
+  std::string body = "user_id,tier\np1,x\n";
+  for (int i = 0; i < 300; ++i) body += "d" + std::to_string(i % 250) + ",t\n";
+  body += ",empty\n";
+  rt::write_file(db.dir(), "d.csv", body);
+  for (std::string batch : {"", "64"}) {
+    CAPTURE(batch);
+    std::vector<std::string> base{"import-qualifications", "act", "d.csv", "-o", "json", "--max-rejects", "20%"};
+    if (!batch.empty()) base.insert(base.end(), {"--batch-size", batch});
+    auto dry = base;
+    dry.push_back("--dry-run");
+    auto d = last_json(db.ok(dry, 3));
+    CHECK(d["dry_run"] == true);
+    CHECK(d["read"] == 302);
+    CHECK(d["inserted"] == 250);
+    CHECK(d["existing"] == 1);
+    CHECK(d["rejected"] == 51);
+    CHECK(d["rejects_file"].is_null());
+    CHECK(qualified(db) == 2);
+    CHECK(db.count("SELECT count(*) FROM audit") == audits);
+    CHECK(db.count("SELECT count(*) FROM import_run") == runs);
+    CHECK_FALSE(exists(db.dir() + "/d.csv.rejects.csv"));
+  }
+  auto real = last_json(db.ok({"import-qualifications", "act", "d.csv", "-o", "json", "--max-rejects", "20%"}, 3));
+  CHECK(real["inserted"] == 250);
+  CHECK(real["existing"] == 1);
+  CHECK(real["rejected"] == 51);
+  CHECK(qualified(db) == 252);
+  CHECK(rejects(db.dir() + "/d.csv.rejects.csv").size() == 51);
+  // a dry run over the limit fails the same way, still writing nothing
+  db.ok({"import-qualifications", "act", "d.csv", "--dry-run", "--max-rejects", "1%"}, 65);
+}
+
+TEST_CASE("import: --max-rejects as a count and a percentage, bad options") {
+  TestDb db;
+  fresh(db);
+  std::string body = "user_id\n";
+  for (int i = 0; i < 19; ++i) body += "u" + std::to_string(i) + "\n";
+  rt::write_file(db.dir(), "p.csv", body + ",\n");  // 20 rows, 1 rejected: 5%
+  db.ok({"import-qualifications", "act", "p.csv", "--max-rejects", "4%"}, 65);
+  CHECK(qualified(db) == 0);
+  db.ok({"import-qualifications", "act", "p.csv", "--max-rejects", "5%"}, 3);
+  CHECK(qualified(db) == 19);
+  db.ok({"import-qualifications", "act", "p.csv", "--max-rejects", "abc"}, 64);
+  db.ok({"import-qualifications", "act", "p.csv", "--max-rejects", "101%"}, 64);
+  db.ok({"import-qualifications", "act", "p.csv", "--batch-size", "0"}, 64);
+  db.ok({"import-qualifications", "act", "p.csv", "--progress", "loud"}, 64);
+  auto missing = db.ok({"import-qualifications", "act", "nope.csv"}, 66);
+  CHECK(missing.err.find("cannot open nope.csv") != std::string::npos);
+  auto unknown = db.ok({"import-qualifications", "zzz", "p.csv"}, 64);
+  CHECK(unknown.err.find("no activity 'zzz'") != std::string::npos);
+}
+
+TEST_CASE("import: standard input") {
+  TestDb db;
+  fresh(db);
+  auto r = db.ok({"import-qualifications", "act", "-", "-o", "json", "--max-rejects", "1", "--progress", "plain"}, 3, {},
+                 "user_id,tier\r\ns1,a\r\ns2,b\r\ns1,c\r\n");
+  auto j = last_json(r);
+  CHECK(j["inserted"] == 2);
+  CHECK(j["rejected"] == 1);
+  CHECK(j["file"] == "-");
+  auto rej = rejects(db.dir() + "/stdin.rejects.csv");
+  REQUIRE(rej.size() == 1);
+  CHECK(rej[0].first == 4);
+  auto s = db.open()->query("SELECT source FROM qualification WHERE user_id = 's1'");
+  CHECK(s[0].str(0) == "stdin");
+  // batched from standard input, and a broken stream names <stdin>
+  auto b = last_json(db.ok({"import-qualifications", "act", "-", "-o", "json", "--batch-size", "1"}, 0, {},
+                           "user_id\ns3\ns4\ns2\n"));
+  CHECK(b["inserted"] == 2);
+  CHECK(b["existing"] == 1);
+  auto broken = db.ok({"import-qualifications", "act", "-"}, 65, {}, "user_id\n\"s9\n");
+  CHECK(broken.err.find("<stdin>:2: unterminated quoted field") != std::string::npos);
+  CHECK(qualified(db) == 4);
+}
+
+TEST_CASE("import: a rejects file, once fixed, imports again (_line and _error are ignored)") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "r.csv", "user_id,tier\nu1,a\n,b\nu3\n");
+  db.ok({"import-qualifications", "act", "r.csv", "--max-rejects", "2"}, 3);
+  std::string rej = rt::read_file(db.dir() + "/r.csv.rejects.csv");
+  CHECK(rej == "user_id,tier,_line,_error\n,b,3,user_id is empty\nu3,,4,\"1 field, the header has 2 (missing columns)\"\n");
+  rt::write_file(db.dir(), "fixed.csv", "user_id,tier,_line,_error\nu2,b,3,user_id is empty\nu3,,4,fixed\n");
+  db.ok({"import-qualifications", "act", "fixed.csv"});
+  auto q = db.open()->query("SELECT ext FROM qualification WHERE user_id = 'u2'");
+  REQUIRE(q.size() == 1);
+  CHECK(q[0].str(0) == "{\"tier\":\"b\"}");
+  // a clean rerun removes the stale rejects file of the earlier run
+  rt::write_file(db.dir(), "r.csv", "user_id,tier\nu1,a\n");
+  db.ok({"import-qualifications", "act", "r.csv"});
+  CHECK_FALSE(exists(db.dir() + "/r.csv.rejects.csv"));
+}
+
+TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with no duplicate and no loss") {
+  TestDb db;
+  fresh(db);
+  make_activity(db, "ref");
+  // pre-qualified users (existing), repeats across batches and a few invalid rows
+  std::string pre = "user_id\n";
+  for (int i = 0; i < 1000; ++i) pre += "k" + std::to_string(i * 97) + "\n";
+  rt::write_file(db.dir(), "pre.csv", pre);
+  db.ok({"import-qualifications", "act", "pre.csv"});
+  db.ok({"import-qualifications", "ref", "pre.csv"});
+  const int n = rt::is_pg() ? 120000 : 60000;
+  std::string body = "user_id,tier\n";
+  for (int i = 0; i < n; ++i) {
+    if (i % 5000 == 4999) body += ",bad\n";
+    else if (i % 1000 == 999) body += "k" + std::to_string((i / 3) * 97 % 97000) + ",again\n";
+    else body += "k" + std::to_string(i) + ",t" + std::to_string(i % 7) + "\n";
+  }
+  std::string file = rt::write_file(db.dir(), "big.csv", body);
+
+  // the reference: the same file in one transaction into another activity
+  auto ref = last_json(db.ok({"import-qualifications", "ref", "big.csv", "-o", "json", "--max-rejects", "100%",
+                              "--rejects", "ref.rejects.csv"}, 3));
+  const std::string batch = rt::is_pg() ? "300" : "200";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(db.dir().c_str()) != 0) _exit(127);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    unsetenv("REWARDCTL_CONFIG");
+    execl(REWARDCTL_BIN, REWARDCTL_BIN, "--db", db.url().c_str(), "import-qualifications", "act", "big.csv",
+          "--batch-size", batch.c_str(), "--max-rejects", "100%", "--progress", "none", (char*)nullptr);
+    _exit(127);
+  }
+  int64_t committed = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    committed = db.count("SELECT coalesce(max(rows_committed), 0) FROM import_run WHERE state = 'running'");
+    if (committed >= 2 * std::stoll(batch)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));  // it was killed mid-way, not finished
+  const int64_t before = qualified(db);
+  CHECK(before > 1000);
+  CHECK(before < 1000 + n);
+  CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 1);
+
+  auto r = last_json(db.ok({"import-qualifications", "act", "big.csv", "-o", "json", "--batch-size", batch,
+                            "--max-rejects", "100%"}, 3));
+  CHECK(r["resumed_from"].get<int64_t>() >= committed);
+  CHECK(r["read"] == n);
+  CHECK(r["inserted"] == ref["inserted"]);
+  CHECK(r["existing"] == ref["existing"]);
+  CHECK(r["rejected"] == ref["rejected"]);
+  CHECK(qualified(db) == qualified(db, "ref"));
+  CHECK(db.count("SELECT count(*) FROM (SELECT user_id FROM qualification GROUP BY activity_id, user_id "
+                 "HAVING count(*) > 1) d") == 0);
+  CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 0);
+  CHECK(db.count("SELECT count(*) FROM import_seen") == 0);
+  // the rejects file holds each rejected row exactly once, as the one-transaction run found them
+  auto a = rejects(db.dir() + "/big.csv.rejects.csv"), b = rejects(db.dir() + "/ref.rejects.csv");
+  CHECK(a.size() == size_t(ref["rejected"].get<int64_t>()));
+  CHECK(a == b);
+  // and a rerun of the finished file changes nothing
+  auto again = last_json(db.ok({"import-qualifications", "act", "big.csv", "-o", "json", "--batch-size", batch,
+                                "--max-rejects", "100%"}, 3));
+  CHECK(again["inserted"] == 0);
+  CHECK(again["resumed_from"] == 0);
+}
+
+TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "all.csv", "user_id\nu1\nu2\nu3\nu4\nu5\n");
+  db.ok({"import-qualifications", "act", "all.csv"});
+  db.open()->exec("UPDATE qualification SET status = 'used' WHERE user_id = 'u4'");
+  rt::write_file(db.dir(), "rv.csv", "user_id,why\nu1,x\nu2,x\nu3,x\nu4,x\nghost,x\n,x\nu1,again\n");
+  auto dry = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--dry-run", "--max-rejects", "1", "-o", "json"},
+                             3));
+  CHECK(dry["revoked"] == 3);
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'revoked'") == 0);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 0);
+  CHECK_FALSE(exists(db.dir() + "/rv.csv.rejects.csv"));
+
+  auto r = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--max-rejects", "1", "--reason", "fraud",
+                            "-o", "json", "--batch-size", "2"}, 3));
+  CHECK(r["read"] == 7);
+  CHECK(r["revoked"] == 3);
+  CHECK(r["not_found"] == 1);
+  CHECK(r["not_unused"] == 2);  // u4 is used, the second u1 is already revoked
+  CHECK(r["rejected"] == 1);
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'revoked'") == 3);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification' AND from_state = 'unused' "
+                 "AND to_state = 'revoked' AND reason = 'fraud'") == 3);
+  CHECK(db.count("SELECT count(*) FROM (SELECT entity_id FROM status_log WHERE entity = 'qualification' "
+                 "GROUP BY entity_id HAVING count(*) > 1) d") == 0);
+  CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'qualification.revoke'") == 1);
+  CHECK(rejects(db.dir() + "/rv.csv.rejects.csv") == std::vector<std::pair<int64_t, std::string>>{{7, "user_id is empty"}});
+
+  auto again = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--max-rejects", "1", "-o", "json"}, 3));
+  CHECK(again["revoked"] == 0);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 3);
+
+  auto c = last_json(db.ok({"qualification", "count", "act", "-o", "json"}));
+  CHECK(c == json{{"v", 1}, {"activity", "act"}, {"count", 5}});
+  CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "revoked", "-o", "json"}))["count"] == 3);
+  CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "unused", "-o", "json"}))["count"] == 1);
+  db.ok({"qualification", "count", "act", "--status", "gone"}, 64);
+  db.ok({"qualification", "count", "nope"}, 64);
+}
