@@ -302,7 +302,7 @@ class Parser {
 
   // A code field: [a-z0-9_-]{1,64}.
   std::string code(const toml::table& t, const char* key, const std::string& path, const std::string& what) {
-    auto s = str(t, key, path, true, "add a " + what + " code such as \"spring_2025\"");
+    auto s = str(t, key, path, true, "add the " + what + " code, e.g. \"spring_2025\" (a-z 0-9 _ -)");
     if (!s) return "";
     if (!valid_code(*s)) bad_code(path, *s, what, t.get(key)->source());
     return *s;
