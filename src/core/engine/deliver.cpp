@@ -124,7 +124,9 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   // bill number persisted: a resend reuses that number, never a new one.
   delivery::Result res;
   try {
-    res = webhook(tgt->channel).post({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
+    Hook& h = webhook(tgt->channel);
+    std::lock_guard<std::mutex> l(h.mu);
+    res = h.client->post({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
   } catch (const Error& e) {
     res = {delivery::Outcome::unknown, "local_error", e.what()};
   }
@@ -169,16 +171,17 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   return out;
 }
 
-delivery::WebhookClient& Engine::webhook(const std::string& channel) {
+Engine::Hook& Engine::webhook(const std::string& channel) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = webhooks_.find(channel);
-  if (it != webhooks_.end()) return *it->second;
-  const auto& cfg = opts_.channels.at(channel);
-  std::string secret = resolve_secret(cfg.secret_ref, "channels." + channel + ".secret", opts_.getenv);
-  auto c = std::make_unique<delivery::WebhookClient>(cfg, secret);
-  auto& ref = *c;
-  webhooks_[channel] = std::move(c);
-  return ref;
+  auto& slot = webhooks_[channel];
+  if (!slot) {
+    const auto& cfg = opts_.channels.at(channel);
+    std::string secret = resolve_secret(cfg.secret_ref, "channels." + channel + ".secret", opts_.getenv);
+    auto h = std::make_unique<Hook>();
+    h->client = std::make_unique<delivery::WebhookClient>(cfg, secret);
+    slot = std::move(h);
+  }
+  return *slot;
 }
 
 }  // namespace rc::engine

@@ -98,7 +98,12 @@ class Engine {
                                                  int64_t version);
   bool known_sold_out(int64_t prize_id);
   void remember_sold_out(int64_t prize_id);
-  delivery::WebhookClient& webhook(const std::string& channel);
+  // One client per channel; a client is not thread-safe, so callers post under its mutex.
+  struct Hook {
+    std::mutex mu;
+    std::unique_ptr<delivery::WebhookClient> client;
+  };
+  Hook& webhook(const std::string& channel);
 
   store::Store& st_;
   const Clock& clock_;
@@ -106,7 +111,7 @@ class Engine {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ActivityCatalog>> catalogs_;
   std::map<int64_t, Millis> sold_out_;
-  std::map<std::string, std::unique_ptr<delivery::WebhookClient>> webhooks_;
+  std::map<std::string, std::unique_ptr<Hook>> webhooks_;
 };
 
 // Reads one grant by record code (or nullopt).

@@ -1,0 +1,141 @@
+// Webhook delivery end to end: the real binary claims and delivers to a local HTTP endpoint that
+// verifies the signature. Timeouts and retryable errors go to delayed_resend with the same bill
+// number; final errors fail the grant.
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/hash.hpp"
+#include "support/seed.hpp"
+
+using namespace rt;
+using nlohmann::json;
+
+namespace {
+
+const char* kSecret = "test-secret-123";
+
+struct Endpoint {
+  httplib::Server srv;
+  std::thread th;
+  int port = 0;
+  std::mutex mu;
+  std::string mode = "ok";  // ok | retry | final | timeout
+  std::vector<std::string> bills;
+  std::atomic<int> bad_signatures{0};
+
+  Endpoint() {
+    srv.Post("/deliver", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string want = "sha256=" + rc::hmac_sha256_hex(kSecret, req.body);
+      if (!rc::digest_equal(want, req.get_header_value("X-Rewardctl-Signature"))) {
+        ++bad_signatures;
+        res.set_content(R"({"ret":401,"errmsg":"bad signature"})", "application/json");
+        return;
+      }
+      std::string m;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        bills.push_back(json::parse(req.body)["bill_no"]);
+        m = mode;
+      }
+      if (m == "timeout") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      if (m == "retry") res.set_content(R"({"ret":1001,"errmsg":"busy"})", "application/json");
+      else if (m == "final") res.set_content(R"({"ret":2001,"errmsg":"user frozen"})", "application/json");
+      else res.set_content(R"({"ret":0,"errmsg":""})", "application/json");
+    });
+    port = srv.bind_to_any_port("127.0.0.1");
+    th = std::thread([this] { srv.listen_after_bind(); });
+  }
+  ~Endpoint() {
+    srv.stop();
+    th.join();
+  }
+  void set(const std::string& m) {
+    std::lock_guard<std::mutex> l(mu);
+    mode = m;
+  }
+};
+
+std::string config(const TestDb& db, int port) {
+  return write_file(db.dir(), "rewardctl.toml",
+                    "[channels.wallet]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:" + std::to_string(port) +
+                        "/deliver\"\nsecret = \"env:HOOK_SECRET\"\ntimeout_ms = 500\nconnect_timeout_ms = 200\n"
+                        "retryable_rets = [1001]\n");
+}
+
+}  // namespace
+
+TEST_CASE("webhook: success, retryable, final and timeout, with the signature verified by the server") {
+  TestDb db;
+  db.migrate();
+  Endpoint ep;
+  std::string cfg = config(db, ep.port);
+  std::map<std::string, std::string> env{{"HOOK_SECRET", kSecret}, {"REWARDCTL_CONFIG", cfg}};
+  Spec s;
+  s.channel = "wallet";
+  s.item_kind = "points";
+  s.unit_cost = 1;
+  s.amount = 50;
+  seed(db, s, env);
+  auto claim_state = [&](const std::string& user, const std::string& biz) {
+    auto r = db.ok({"claim", "act", "--user", user, "--biz-id", biz, "-o", "json"}, 0, env);
+    return json::parse(r.out);
+  };
+
+  SUBCASE("success") {
+    auto j = claim_state("u1", "b1");
+    CHECK(j["state"] == "success");
+    CHECK(ep.bills.size() == 1);
+    CHECK(ep.bills[0] == j["bill_no"]);
+    CHECK(ep.bad_signatures == 0);
+    CHECK(db.count("SELECT count(*) FROM delivery_bill WHERE state = 'success'") == 1);
+  }
+  SUBCASE("retryable error -> delayed_resend with a resend bill") {
+    ep.set("retry");
+    auto j = claim_state("u1", "b1");
+    CHECK(j["state"] == "delayed_resend");
+    CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'pending' AND bill_no = (SELECT bill_no FROM grants)") == 1);
+  }
+  SUBCASE("final error -> failed") {
+    ep.set("final");
+    auto j = claim_state("u1", "b1");
+    CHECK(j["state"] == "failed");
+    CHECK(db.count("SELECT count(*) FROM resend_bill") == 0);
+    CHECK(db.count("SELECT count(*) FROM grants WHERE reason LIKE '%2001%'") == 1);
+  }
+  SUBCASE("timeout -> delayed_resend; the resend carries the same bill number") {
+    ep.set("timeout");
+    auto j = claim_state("u1", "b1");
+    CHECK(j["state"] == "delayed_resend");
+    std::string bill = j["bill_no"];
+    CHECK(db.count("SELECT count(*) FROM resend_bill WHERE bill_no = $1", {bill}) == 1);
+    // the resend: deliver the same grant again, now the endpoint answers in time
+    ep.set("ok");
+    rc::engine::EngineOptions o;
+    rc::Settings st;
+    st.file = toml::parse(read_file(cfg), cfg);
+    st.config_path = cfg;
+    o.channels = rc::delivery::parse_channels(st);
+    o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
+    auto b = engine(db, std::nullopt, o);
+    int64_t gid = db.count("SELECT id FROM grants");
+    auto d = b.engine->deliver(gid);
+    CHECK(d.state == "success");
+    REQUIRE(ep.bills.size() == 2);
+    CHECK(ep.bills[0] == bill);
+    CHECK(ep.bills[1] == bill);
+    CHECK(db.count("SELECT count(*) FROM delivery_bill") == 1);
+    CHECK(db.count("SELECT attempts FROM delivery_bill") == 2);
+    CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'done'") == 1);
+  }
+  SUBCASE("a wrong secret is refused by the server: final") {
+    env["HOOK_SECRET"] = "not-the-secret";
+    auto j = claim_state("u1", "b1");
+    CHECK(j["state"] == "failed");
+    CHECK(ep.bad_signatures == 1);
+  }
+}
