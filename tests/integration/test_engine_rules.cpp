@@ -205,7 +205,7 @@ TEST_CASE("engine: redpack amounts stay in range and never exceed the budget lef
   CHECK(1000 - total < 100);  // stopped only when less than the minimum packet was left
 }
 
-TEST_CASE("engine: reversal returns stock, limit and budget once; twice = once") {
+TEST_CASE("engine: reversal returns stock, limit and budget once, twice = once") {
   TestDb db;
   db.migrate();
   Spec s;
@@ -254,7 +254,7 @@ TEST_CASE("engine: outbox delivery waits for record complete") {
   CHECK(db.count("SELECT count(*) FROM outbox WHERE state = 'done'") == 1);
 }
 
-TEST_CASE("cli: claim prints the outcome; a rejection exits 1 with its reason on stdout") {
+TEST_CASE("cli: claim prints the outcome, a rejection exits 1 with its reason on stdout") {
   TestDb db;
   db.migrate();
   Spec s;

@@ -11,7 +11,7 @@ using namespace rc;
 using rc::store::Dialect;
 using rc::store::parse_dsn;
 
-TEST_CASE("dsn: sqlite, postgres URIs and conninfo; unknown schemes refused") {
+TEST_CASE("dsn: sqlite, postgres URIs and conninfo, unknown schemes refused") {
   CHECK(parse_dsn("sqlite:rewardctl.db", "x").dialect == Dialect::sqlite);
   CHECK(parse_dsn("sqlite:rewardctl.db", "x").target == "rewardctl.db");
   CHECK(parse_dsn("sqlite:///var/lib/r.db", "x").target == "/var/lib/r.db");
@@ -30,7 +30,7 @@ TEST_CASE("dsn: sqlite, postgres URIs and conninfo; unknown schemes refused") {
   CHECK_THROWS_AS(parse_dsn("rewardctl.db", "x"), Error);
 }
 
-TEST_CASE("clock: REWARDCTL_NOW fixes the time; RFC 3339 parsing and zones") {
+TEST_CASE("clock: REWARDCTL_NOW fixes the time, RFC 3339 parsing and zones") {
   auto c = make_clock("2025-11-30T23:59:59+08:00");
   CHECK(format_utc(c->now_ms()) == "2025-11-30T15:59:59Z");
   CHECK_THROWS_AS(make_clock("yesterday"), Error);
