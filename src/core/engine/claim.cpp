@@ -109,10 +109,16 @@ struct ClaimRun {
         "AND l.user_id = $2) THEN 1 ELSE 0 END, "
         "CASE WHEN EXISTS (SELECT 1 FROM fuse_event f WHERE f.activity_id = a.id AND f.state = 'tripped' "
         "AND f.prize_id IS NULL) THEN 1 ELSE 0 END, "
-        "CASE WHEN EXISTS (SELECT 1 FROM prize p WHERE p.activity_id = a.id AND p.blocked = 1) THEN 1 ELSE 0 END "
+        "CASE WHEN EXISTS (SELECT 1 FROM prize p WHERE p.activity_id = a.id AND p.blocked = 1) THEN 1 ELSE 0 END, "
+        "(SELECT g.id FROM grants g WHERE g.biz_id = $3) "
         "FROM activity a WHERE a.code = $1",
-        {r.activity, r.user});
-    if (a.empty()) throw Rejection{"not_found"};
+        {r.activity, r.user, r.biz_id});
+    // 1. idempotency, answered by the same round trip: a replay has no second effect.
+    if (!a.empty() && !a[0].is_null(9)) throw TwinWon{};
+    if (a.empty()) {
+      if (!tx.query("SELECT 1 FROM grants WHERE biz_id = $1", {r.biz_id}).empty()) throw TwinWon{};
+      throw Rejection{"not_found"};
+    }
     const auto& ar = a[0];
     const int64_t activity_id = ar.i64(0);
     const std::string state = ar.str(1);
@@ -224,19 +230,34 @@ struct ClaimRun {
     // 7. the grant (init) and its status log; the unique biz_id decides between concurrent twins
     g = GrantView{};
     g.record_code = new_id("R", now);
-    auto ins = tx.query(
+    const std::string why = degraded_from ? "draw degraded to consolation" : cat.kind == "lottery" ? "draw" : "claim";
+    static const std::string kInsert =
         "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, bucket, "
         "draw_value, pool_version, degraded_from, channel, source, list_item_id, expires_at, created_at, updated_at) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, 'init', $8, $9, $10, $11, $12, $13, $14, $15, $16, $16) "
-        "ON CONFLICT (biz_id) DO NOTHING RETURNING id",
-        {g.record_code, r.biz_id, activity_id, p.id, r.user, amount, cost, bucket, store::opt(draw_value),
-         cat.kind == "lottery" ? store::Value(version) : store::kNull, degraded_from ? store::Value(degraded_from->id) : store::kNull, p.channel,
-         store::opt(r.source), store::opt(r.list_item_id),
-         p.validity_days ? store::Value(now + *p.validity_days * 86'400'000) : store::kNull, now});
-    if (ins.empty()) throw TwinWon{};
-    g.id = ins[0].i64(0);
-    const std::string why = degraded_from ? "draw degraded to consolation" : cat.kind == "lottery" ? "draw" : "claim";
-    log_status(tx, {"grant", g.id, std::nullopt, "init", e.opts_.actor, why, std::nullopt}, now);
+        "ON CONFLICT (biz_id) DO NOTHING RETURNING id";
+    store::Params params{g.record_code, r.biz_id, activity_id, p.id, r.user, amount, cost, bucket, store::opt(draw_value),
+                         cat.kind == "lottery" ? store::Value(version) : store::kNull,
+                         degraded_from ? store::Value(degraded_from->id) : store::kNull, p.channel,
+                         store::opt(r.source), store::opt(r.list_item_id),
+                         p.validity_days ? store::Value(now + *p.validity_days * 86'400'000) : store::kNull, now};
+    if (tx.dialect() == store::Dialect::postgres) {
+      // One round trip for the grant and its status-log row (a data-modifying CTE): fewer round
+      // trips per claim is what keeps PostgreSQL's throughput close to the raw claim.
+      params.insert(params.end(), {e.opts_.actor, why});
+      auto ins = tx.query("WITH g AS (" + kInsert +
+                              ") INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, "
+                              "request_id, created_at) SELECT 'grant', g.id, NULL, 'init', $17, $18, NULL, $16 FROM g "
+                              "RETURNING entity_id",
+                          params);
+      if (ins.empty()) throw TwinWon{};
+      g.id = ins[0].i64(0);
+    } else {
+      auto ins = tx.query(kInsert, params);
+      if (ins.empty()) throw TwinWon{};
+      g.id = ins[0].i64(0);
+      log_status(tx, {"grant", g.id, std::nullopt, "init", e.opts_.actor, why, std::nullopt}, now);
+    }
     if (qual_id) log_status(tx, {"qualification", *qual_id, std::string("unused"), "used", e.opts_.actor, "claim " + g.record_code, std::nullopt}, now);
 
     // 8. budget, then stock: the hot rows, last
@@ -300,10 +321,6 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
       out.reason = "biz_id_conflict";
     }
   };
-  if (auto g = find_grant_by_biz(st_.autocommit(), r.biz_id)) {
-    replay(*g);
-    return finish();
-  }
   bool twin = false;
   std::optional<GrantView> granted;
   try {
