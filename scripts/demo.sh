@@ -1,13 +1,41 @@
 #!/usr/bin/env bash
 # The main job on the embedded SQLite default, in a fresh directory: create and migrate a database,
-# then show its status. Later steps of the activity flow extend this script.
+# then walk one activity through the whole flow - lint, create, two-role review, gray then full
+# publish, claims and lottery draws, delivery to the ledger - and show what the database holds.
 set -euo pipefail
 BIN="${1:-rewardctl}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEMO="$(mktemp -d /tmp/rewardctl-demo.XXXXXX)"
 cd "$DEMO"
 echo "== demo in $DEMO (sqlite:rewardctl.db)" >&2
-step() { echo "\$ rewardctl $*" >&2; "$BIN" "$@"; }
+step() { echo; echo "\$ rewardctl $*" >&2; "$BIN" "$@"; }
+# a rejection is an outcome (exit 1), not a failure of the demo
+outcome() { echo; echo "\$ rewardctl $*" >&2; "$BIN" "$@" || [ $? -eq 1 ]; }
+
 step db migrate
 step db status
+
+# The example lottery, with its window moved around today so that it can be claimed now.
+start="$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+end="$(date -u -d '+30 days' +%Y-%m-%dT%H:%M:%SZ)"
+sed -e "s/^start = .*/start = \"$start\"/" -e "s/^end = .*/end = \"$end\"/" \
+  "$ROOT/examples/activities/lucky_draw.toml" > draw.toml
+code="$(sed -n 's/^code = "\(.*\)"/\1/p' draw.toml | head -1)"
+
+step activity lint draw.toml
+step activity create -f draw.toml --operator alice
+step activity approve "$code" --as product --operator bob --comment "odds and prizes checked"
+step activity approve "$code" --as tech --operator carol
+step activity publish "$code" --gray --operator carol
+outcome claim "$code" --user qa_alice --biz-id demo-gray-1          # on the gray list
+outcome claim "$code" --user u1 --biz-id demo-gray-2                # not on it: not_in_gray_list
+step activity publish "$code" --full --operator carol
+for i in 1 2 3 4 5 6; do
+  outcome claim "$code" --user u1 --biz-id "demo-u1-$i" -o json     # 5 draws a day, then limit_reached
+done
+outcome claim "$code" --user u1 --biz-id demo-u1-1 -o json          # a replay: the same grant again
+step record show --user u1
+step ledger balance u1
+step activity show "$code"
+step activity history "$code"
 echo "== demo finished: $DEMO" >&2
