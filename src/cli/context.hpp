@@ -34,6 +34,8 @@ void register_db(CLI::App& app, Ctx& ctx);
 void register_help(CLI::App& app, Ctx& ctx);
 void register_import(CLI::App& app, Ctx& ctx);  // import-qualifications, qualification (cmd_import.cpp)
 void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
+void register_activity(CLI::App& app, Ctx& ctx);
+void register_claim(CLI::App& app, Ctx& ctx);
 
 // The one `activity` group shared by several command files: created by whichever registers first.
 CLI::App* activity_group(CLI::App& app);

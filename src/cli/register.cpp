@@ -7,7 +7,9 @@ namespace rc::cli {
 
 void register_all(CLI::App& app, Ctx& ctx) {
   register_db(app, ctx);
+  register_activity(app, ctx);
   register_activity_def(app, ctx);
+  register_claim(app, ctx);
   register_import(app, ctx);
   register_help(app, ctx);
 }
