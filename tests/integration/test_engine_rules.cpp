@@ -266,11 +266,15 @@ TEST_CASE("cli: claim prints the outcome, a rejection exits 1 with its reason on
   CHECK(j["outcome"] == "granted");
   CHECK(j["source"] == "app");
   CHECK(j["state"] == "success");
+  // the log line every claim leaves, on stderr: activity, user, biz_id, outcome, duration
+  CHECK(g.err.find("claim activity=act user=u1 biz_id=b1 outcome=granted record=") != std::string::npos);
+  CHECK(g.err.find("duration_us=") != std::string::npos);
   auto rp = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1", "-o", "json"});
   CHECK(json::parse(rp.out)["outcome"] == "replayed");
   CHECK(json::parse(rp.out)["record_code"] == j["record_code"]);
   auto rj = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b2", "-o", "json"}, 1);
   CHECK(json::parse(rj.out)["reason"] == "limit_reached");
+  CHECK(rj.err.find("outcome=rejected reason=limit_reached") != std::string::npos);
   auto dry = db.ok({"claim", "act", "--user", "u2", "--biz-id", "b3", "--dry-run", "-o", "json"});
   CHECK(json::parse(dry.out)["dry_run"] == true);
   CHECK(db.count("SELECT count(*) FROM grants") == 1);
