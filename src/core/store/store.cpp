@@ -66,6 +66,23 @@ std::unique_ptr<Store> open_store(const Dsn& dsn, const StoreOptions& opts) {
   return open_postgres(dsn.target, opts);
 }
 
+Result Store::query(const std::string& sql, const Params& params) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return autocommit().query(sql, params);
+    } catch (const Retryable& e) {
+      before_retry(attempt, e.what());
+    }
+  }
+}
+
+void Store::before_retry(int attempt, const std::string& why) {
+  if (attempt >= max_retries_)
+    throw Error(Exit::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
+  ++retries_;
+  retry_backoff(attempt + 1);
+}
+
 void retry_backoff(int attempt) {
   thread_local std::minstd_rand rng{std::random_device{}()};
   int cap = std::min(200, 2 << std::min(attempt, 7));  // 4, 8, ... 200 ms

@@ -104,8 +104,8 @@ class Store {
   // serialization or deadlock failure reruns fn from the start (so fn must have no effects outside
   // the transaction) up to the configured number of retries, then throws Error(unavailable).
   virtual void transact(TxMode mode, const std::function<void(Tx&)>& fn) = 0;
-  // One statement outside an explicit transaction (autocommit).
-  virtual Result query(const std::string& sql, const Params& params = {}) = 0;
+  // One statement outside an explicit transaction (autocommit), retried like a transaction.
+  Result query(const std::string& sql, const Params& params = {});
   // A session whose every statement runs on its own (autocommit): for single reads that must not
   // pay for BEGIN/COMMIT. Not retried.
   virtual Session& autocommit() = 0;
@@ -113,8 +113,18 @@ class Store {
   // Bulk loading into `table` (columns given) inside tx. PostgreSQL streams COPY FROM STDIN.
   virtual std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
                                                    const std::vector<std::string>& columns) = 0;
-  // How many times transact() retried since the store was opened (for logs and tests).
-  virtual int64_t retries_used() const = 0;
+  // How many times transact() or query() retried since the store was opened (for logs and tests).
+  int64_t retries_used() const { return retries_; }
+
+ protected:
+  explicit Store(int max_retries) : max_retries_(max_retries) {}
+  // Called before sleeping for retry `attempt` (0-based) after `why`; throws Error(unavailable)
+  // once the configured number of retries is used up.
+  void before_retry(int attempt, const std::string& why);
+
+ private:
+  int max_retries_;
+  int64_t retries_ = 0;
 };
 
 struct StoreOptions {

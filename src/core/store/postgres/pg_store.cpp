@@ -183,7 +183,7 @@ class PgBulk : public BulkWriter {
 
 class PgStore : public Store {
  public:
-  PgStore(const std::string& conninfo, const StoreOptions& o) : opts_(o) {
+  PgStore(const std::string& conninfo, const StoreOptions& o) : Store(o.retries), opts_(o) {
     try {
       conn_ = std::make_unique<pqxx::connection>(conninfo);
     } catch (const std::exception& e) {
@@ -203,10 +203,10 @@ class PgStore : public Store {
 
   Dialect dialect() const override { return Dialect::postgres; }
   std::string describe() const override { return desc_; }
-  int64_t retries_used() const override { return retries_; }
 
   void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
     for (int attempt = 0;; ++attempt) {
+      std::string why;
       try {
         if (mode == TxMode::write) {
           pqxx::work w(*conn_);
@@ -217,39 +217,23 @@ class PgStore : public Store {
         }
         return;
       } catch (const Retryable& e) {
-        if (attempt >= opts_.retries)
-          throw Error(Exit::unavailable, std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)");
+        why = e.what();
       } catch (const Error&) {
         throw;
       } catch (const std::exception& e) {
         try {
           rethrow_pg(e, "COMMIT");
         } catch (const Retryable& r) {
-          if (attempt >= opts_.retries) throw Error(Exit::unavailable, r.what());
+          why = r.what();
         }
       }
-      ++retries_;
-      retry_backoff(attempt + 1);
+      before_retry(attempt, why);
     }
   }
 
   Session& autocommit() override {
     if (!auto_) auto_ = std::make_unique<PgAutoSession>(*conn_, prepared_);
     return *auto_;
-  }
-
-  Result query(const std::string& sql, const Params& params) override {
-    for (int attempt = 0;; ++attempt) {
-      try {
-        pqxx::nontransaction n(*conn_);
-        PgSession s(*conn_, n, prepared_);
-        return s.query(sql, params);
-      } catch (const Retryable& e) {
-        if (attempt >= opts_.retries) throw Error(Exit::unavailable, e.what());
-      }
-      ++retries_;
-      retry_backoff(attempt + 1);
-    }
   }
 
   std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
@@ -272,7 +256,6 @@ class PgStore : public Store {
   std::unordered_map<std::string, std::string> prepared_;
   std::string desc_;
   std::unique_ptr<PgAutoSession> auto_;
-  int64_t retries_ = 0;
 };
 
 }  // namespace

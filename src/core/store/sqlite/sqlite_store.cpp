@@ -108,7 +108,7 @@ class SqliteSession : public Tx {
 
 class SqliteStore : public Store {
  public:
-  SqliteStore(const std::string& path, const StoreOptions& o) : path_(path), opts_(o) {
+  SqliteStore(const std::string& path, const StoreOptions& o) : Store(o.retries), path_(path), opts_(o) {
     struct stat sb;
     bool exists = ::stat(path.c_str(), &sb) == 0;
     if (!exists && !o.create_if_missing)
@@ -141,56 +141,36 @@ class SqliteStore : public Store {
 
   Dialect dialect() const override { return Dialect::sqlite; }
   std::string describe() const override { return "sqlite:" + path_; }
-  int64_t retries_used() const override { return retries_; }
 
   void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
     for (int attempt = 0;; ++attempt) {
       SqliteSession s(*db_, cache_);
       bool open = false;
+      std::string why;
       try {
         db_->exec(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN");
         open = true;
         fn(s);
-        if (s.rollback_requested()) {
-          db_->exec("ROLLBACK");
-        } else {
-          db_->exec("COMMIT");
-        }
+        db_->exec(s.rollback_requested() ? "ROLLBACK" : "COMMIT");
         return;
       } catch (const SQLite::Exception& e) {
         if (open) rollback();
         if (!is_busy(e.getErrorCode())) rethrow(e, "BEGIN/COMMIT");
-        if (attempt >= opts_.retries)
-          throw Error(Exit::unavailable, "database stayed busy after " + std::to_string(attempt + 1) + " attempts");
+        why = std::string("database is busy: ") + e.what();
       } catch (const Retryable& e) {
         if (open) rollback();
-        if (attempt >= opts_.retries)
-          throw Error(Exit::unavailable, std::string(e.what()) + " (after " + std::to_string(attempt + 1) + " attempts)");
+        why = e.what();
       } catch (...) {
         if (open) rollback();
         throw;
       }
-      ++retries_;
-      retry_backoff(attempt + 1);
+      before_retry(attempt, why);
     }
   }
 
   Session& autocommit() override {
     if (!auto_) auto_ = std::make_unique<SqliteSession>(*db_, cache_);
     return *auto_;
-  }
-
-  Result query(const std::string& sql, const Params& params) override {
-    SqliteSession s(*db_, cache_);
-    for (int attempt = 0;; ++attempt) {
-      try {
-        return s.query(sql, params);
-      } catch (const Retryable& e) {
-        if (attempt >= opts_.retries) throw Error(Exit::unavailable, e.what());
-      }
-      ++retries_;
-      retry_backoff(attempt + 1);
-    }
   }
 
   std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
@@ -209,7 +189,6 @@ class SqliteStore : public Store {
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
   std::unique_ptr<SqliteSession> auto_;
-  int64_t retries_ = 0;
 };
 
 class SqliteBulk : public BulkWriter {
