@@ -13,7 +13,7 @@ namespace {
 
 struct {
   std::string activity, user, biz_id, source, prize, code, reason, request_id, bill;
-  bool no_deliver = false, dry_run = false, ok = false, failed = false;
+  bool no_deliver = false, dry_run = false, ok = false, failed = false, downstream_reversed = false;
 } opt;
 
 Exit run_claim(Ctx& ctx) {
@@ -44,7 +44,8 @@ Exit run_reverse(Ctx& ctx) {
   auto st = ctx.open_store();
   std::optional<std::string> rid;
   if (!opt.request_id.empty()) rid = opt.request_id;
-  auto o = engine::reverse(*st, opt.code, opt.reason, rid, ctx.settings.operator_name, ctx.now(), opt.dry_run);
+  auto o = engine::reverse(*st, opt.code, opt.reason, rid, ctx.settings.operator_name, ctx.now(), opt.dry_run,
+                           opt.downstream_reversed);
   json j{{"record_code", opt.code}, {"changed", o.changed}, {"replayed", o.replayed}, {"state", o.state},
          {"message", o.message}, {"dry_run", opt.dry_run}};
   ctx.out.record(j);
@@ -57,6 +58,9 @@ void add_reverse_options(CLI::App* c) {
   c->add_option("code", opt.code, "Record code of the grant")->required();
   c->add_option("--reason", opt.reason, "Why (recorded)")->required();
   c->add_option("--request-id", opt.request_id, "Idempotency key: a repeat with the same key does nothing");
+  c->add_flag("--downstream-reversed", opt.downstream_reversed,
+              "The grant was delivered outside this database (webhook, outbox) and has been reversed there: "
+              "return stock, limits and budget here (recorded in the audit)");
   c->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
 }
 

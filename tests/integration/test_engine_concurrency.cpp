@@ -66,6 +66,33 @@ TEST_CASE("engine: one biz_id sent 50 times concurrently -> one grant, every cal
   CHECK(db.count("SELECT SUM(remain) FROM stock") == 99);
 }
 
+TEST_CASE("engine: twins of one biz_id with a limit of 1 and a whitelist are replays, never rejections") {
+  // On PostgreSQL the twin waits on the winner's limit-counter or qualification row; when the
+  // winner commits, the twin's conditional update finds nothing: it must answer replayed.
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.limit = 1;
+  s.period = "day";
+  s.whitelist = true;
+  seed(db, s);
+  int64_t aid = db.count("SELECT id FROM activity WHERE code = 'act'");
+  db.open()->exec("INSERT INTO qualification (activity_id, user_id, status, created_at, updated_at) VALUES ($1, 'u1', 'unused', 0, 0)", {aid});
+  std::atomic<int> granted{0}, replayed{0}, rejected{0};
+  parallel(20, [&](int) {
+    auto b = engine(db);
+    auto o = claim(*b.engine, "act", "u1", "twin-biz");
+    if (o.status == Status::granted) ++granted;
+    else if (o.status == Status::replayed) ++replayed;
+    else ++rejected;
+  });
+  CHECK(granted == 1);
+  CHECK(replayed == 19);
+  CHECK(rejected == 0);
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  CHECK(db.count("SELECT used FROM limit_counter") == 1);
+}
+
 TEST_CASE("engine: stock 1 and two concurrent claimers -> one grant") {
   TestDb db;
   db.migrate();

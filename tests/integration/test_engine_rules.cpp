@@ -252,6 +252,28 @@ TEST_CASE("engine: outbox delivery waits for record complete") {
   db.ok({"record", "complete", bill, "--ok"}, 1);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
   CHECK(db.count("SELECT count(*) FROM outbox WHERE state = 'done'") == 1);
+  // delivered outside the database: reversed only when the operator says the downstream took it back
+  std::string rec = j["record_code"];
+  auto r1 = db.ok({"reverse", rec, "--reason", "returned"}, 1);
+  CHECK(r1.err.find("--downstream-reversed") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
+  db.ok({"reverse", rec, "--reason", "returned", "--downstream-reversed"});
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'reversed'") == 1);
+  CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'grant.reverse' AND detail LIKE '%\"downstream_reversed\":true%'") == 1);
+}
+
+TEST_CASE("engine: a channel this host does not configure refuses the claim before anything is written") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.channel = "wallet";
+  std::string cfg = write_file(db.dir(), "c.toml",
+                               "[channels.wallet]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\nsecret = \"env:S\"\n");
+  seed(db, s, {{"REWARDCTL_CONFIG", cfg}});
+  auto r = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1"}, 78);  // this host has no [channels.wallet]
+  CHECK(r.err.find("[channels.wallet]") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM grants") == 0);
+  CHECK(db.count("SELECT SUM(remain) FROM stock") == 100);
 }
 
 TEST_CASE("cli: claim prints the outcome, a rejection exits 1 with its reason on stdout") {

@@ -4,6 +4,10 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -104,7 +108,8 @@ TEST_CASE("webhook: success, retryable, final and timeout, with the signature ve
     ep.set("final");
     auto j = claim_state("u1", "b1");
     CHECK(j["state"] == "failed");
-    CHECK(db.count("SELECT count(*) FROM resend_bill") == 0);
+    CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'manual'") == 1);
+    CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'resend_bill' AND to_state = 'manual'") == 1);
     CHECK(db.count("SELECT count(*) FROM grants WHERE reason LIKE '%2001%'") == 1);
   }
   SUBCASE("timeout -> delayed_resend; the resend carries the same bill number") {
@@ -138,4 +143,54 @@ TEST_CASE("webhook: success, retryable, final and timeout, with the signature ve
     CHECK(j["state"] == "failed");
     CHECK(ep.bad_signatures == 1);
   }
+}
+
+TEST_CASE("webhook: a process killed during the call leaves a due resend with the same bill number") {
+  TestDb db;
+  db.migrate();
+  Endpoint ep;
+  ep.set("timeout");  // the endpoint answers after 1.5 s; the claim is killed before that
+  std::string cfg = write_file(db.dir(), "rewardctl.toml",
+                               "[channels.wallet]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:" + std::to_string(ep.port) +
+                                   "/deliver\"\nsecret = \"env:HOOK_SECRET\"\ntimeout_ms = 10000\n");
+  std::map<std::string, std::string> env{{"HOOK_SECRET", kSecret}, {"REWARDCTL_CONFIG", cfg}};
+  Spec s;
+  s.channel = "wallet";
+  seed(db, s, env);
+  // run the claim in a child process and SIGKILL it while it waits for the endpoint
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    execl(REWARDCTL_BIN, REWARDCTL_BIN, "--db", db.url().c_str(), "-q", "claim", "act", "--user", "u1", "--biz-id", "b1",
+          (char*)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 400 && ep.bills.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(ep.bills.size() == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'issuing'") == 1);
+  CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'pending' AND bill_no = $1", {ep.bills[0]}) == 1);
+  // Before the resend is due nobody takes the delivery over; after it, a resend with the same bill.
+  ep.set("ok");
+  rc::engine::EngineOptions o;
+  rc::Settings st;
+  st.file = toml::parse(read_file(cfg), cfg);
+  st.config_path = cfg;
+  o.channels = rc::delivery::parse_channels(st);
+  o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
+  int64_t gid = db.count("SELECT id FROM grants");
+  auto early = engine(db, std::nullopt, o);
+  CHECK_FALSE(early.engine->deliver(gid).delivered_now);
+  int64_t due = db.count("SELECT next_attempt_at FROM resend_bill");
+  auto late = engine(db, due + 1, o);
+  auto d = late.engine->deliver(gid);
+  CHECK(d.delivered_now);
+  CHECK(d.state == "success");
+  REQUIRE(ep.bills.size() == 2);
+  CHECK(ep.bills[1] == ep.bills[0]);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'issuing' AND to_state = 'delayed_resend'") == 1);
+  CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'done'") == 1);
+  CHECK(db.count("SELECT count(*) FROM delivery_bill") == 1);
 }

@@ -1,8 +1,7 @@
 // Writing definitions: create and update. The definition text and its SHA-256 are kept so that an
 // approval can be tied to exactly the text that was reviewed.
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/activity/activity.hpp"
@@ -93,8 +92,9 @@ void write_children(Session& s, int64_t activity_id, const Definition& d) {
     s.exec("INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, 'gray', $2) ON CONFLICT DO NOTHING",
            {activity_id, u});
   for (const auto& u : d.blacklist)
-    s.exec("INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, 'black', $2) ON CONFLICT DO NOTHING",
-           {activity_id, u});
+    s.exec(
+        "INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, 'black', $2) ON CONFLICT DO NOTHING",
+        {activity_id, u});
   for (const auto& f : d.fuses)
     s.exec(
         "INSERT INTO fuse_rule (activity_id, prize_id, name, window_seconds, max_count, max_amount_cents, pop_percent, "
@@ -142,34 +142,39 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
   res.hash = sha256_hex(text);
   res.dry_run = who.dry_run;
   res.state = opts.publish ? "live" : "pending_review";
-  st.transact(store::TxMode::write, [&](store::Tx& tx) {
-    res.log.clear();
-    if (find(tx, d.code)) throw Error(Exit::data, "activity '" + d.code + "' already exists: use activity update");
-    Params p{d.code};
-    auto hp = header_params(d);
-    p.insert(p.end(), hp.begin(), hp.end());
-    p.insert(p.end(), {std::string("pending_review"), text, res.hash, who.name, now});
-    auto r = tx.query(
-        "INSERT INTO activity (code, name, kind, timezone, start_at, end_at, whitelist_required, user_limit, "
-        "user_limit_period, state, definition, definition_hash, created_by, created_at, updated_at, version) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, 1) RETURNING id",
-        p);
-    res.id = r[0].i64(0);
-    log_status(tx, {"activity", res.id, std::nullopt, "pending_review", who.name, "created", std::nullopt}, now);
-    write_children(tx, res.id, d);
-    audit(tx, who.name, "activity.create", "activity", d.code, summary_json(d, res.hash), now);
-    res.log.push_back("created " + d.code + " (pending_review), " + std::to_string(d.prizes.size()) + " prize(s)");
-    if (opts.publish) {
-      const std::string waived = "review waived: review.required = false";
-      transition(tx, "activity", "activity", res.id, "pending_review", "approved", who.name, waived, now);
-      transition(tx, "activity", "activity", res.id, "approved", "live", who.name, "published with create --publish",
-                 now);
-      audit(tx, who.name, "activity.review_waived", "activity", d.code,
-            nlohmann::json{{"reason", waived}, {"hash", res.hash}}.dump(), now);
-      res.log.push_back(waived + "; published: live");
-    }
-    if (who.dry_run) tx.rollback_only();
-  });
+  try {
+    st.transact(store::TxMode::write, [&](store::Tx& tx) {
+      res.log.clear();
+      if (find(tx, d.code)) throw Error(Exit::data, "activity '" + d.code + "' already exists: use activity update");
+      Params p{d.code};
+      auto hp = header_params(d);
+      p.insert(p.end(), hp.begin(), hp.end());
+      p.insert(p.end(), {std::string("pending_review"), text, res.hash, who.name, now});
+      auto r = tx.query(
+          "INSERT INTO activity (code, name, kind, timezone, start_at, end_at, whitelist_required, user_limit, "
+          "user_limit_period, state, definition, definition_hash, created_by, created_at, updated_at, version) "
+          "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, 1) RETURNING id",
+          p);
+      res.id = r[0].i64(0);
+      log_status(tx, {"activity", res.id, std::nullopt, "pending_review", who.name, "created", std::nullopt}, now);
+      write_children(tx, res.id, d);
+      audit(tx, who.name, "activity.create", "activity", d.code, summary_json(d, res.hash), now);
+      res.log.push_back("created " + d.code + " (pending_review), " + std::to_string(d.prizes.size()) + " prize(s)");
+      if (opts.publish) {
+        const std::string waived = "review waived: review.required = false";
+        transition(tx, "activity", "activity", res.id, "pending_review", "approved", who.name, waived, now);
+        transition(tx, "activity", "activity", res.id, "approved", "live", who.name, "published with create --publish",
+                   now);
+        audit(tx, who.name, "activity.review_waived", "activity", d.code,
+              nlohmann::json{{"reason", waived}, {"hash", res.hash}}.dump(), now);
+        res.log.push_back(waived + "; published: live");
+      }
+      if (who.dry_run) tx.rollback_only();
+    });
+  } catch (const store::UniqueViolation&) {
+    // a concurrent create of the same code committed first
+    throw Error(Exit::data, "activity '" + d.code + "' already exists: use activity update");
+  }
   if (who.dry_run) res.id = 0;
   return res;
 }

@@ -224,7 +224,15 @@ struct ClaimRun {
         amount = std::min(amount, left_units);
       }
     }
-    const int64_t cost = amount * p.unit_cost_cents;
+    // Refuse before writing anything when this host cannot deliver the prize: a grant must never
+    // be stranded (or invalidated) by one host's incomplete [channels] configuration.
+    if (!e.opts_.channels.count(p.channel))
+      throw Error(Exit::config, "item '" + p.item + "' is delivered by channel '" + p.channel +
+                                    "', which is not configured on this host: add [channels." + p.channel + "]");
+    int64_t cost = 0, validity_ms = 0;
+    if (__builtin_mul_overflow(amount, p.unit_cost_cents, &cost) ||
+        (p.validity_days && __builtin_mul_overflow(*p.validity_days, int64_t(86'400'000), &validity_ms)))
+      throw Error(Exit::data, "prize '" + p.code + "': amount x unit cost or validity overflows 64 bits");
     const int64_t bucket = preferred_bucket(r.user, p.buckets);
 
     // 7. the grant (init) and its status log; the unique biz_id decides between concurrent twins
@@ -240,7 +248,7 @@ struct ClaimRun {
                          cat.kind == "lottery" ? store::Value(version) : store::kNull,
                          degraded_from ? store::Value(degraded_from->id) : store::kNull, p.channel,
                          store::opt(r.source), store::opt(r.list_item_id),
-                         p.validity_days ? store::Value(now + *p.validity_days * 86'400'000) : store::kNull, now};
+                         p.validity_days ? store::Value(now + validity_ms) : store::kNull, now};
     if (tx.dialect() == store::Dialect::postgres) {
       // One round trip for the grant and its status-log row (a data-modifying CTE): fewer round
       // trips per claim is what keeps PostgreSQL's throughput close to the raw claim.
@@ -334,7 +342,15 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
         granted = run.g;
         if (r.dry_run) tx.rollback_only();
       } catch (const Rejection& rej) {
-        out.reason = rej.reason;
+        // On PostgreSQL a concurrent twin (same biz_id) that committed while we waited on its
+        // limit or qualification row makes our conditional update fail: that is a replay, not a
+        // rejection. A new statement sees the twin's commit.
+        // Our own grant row (inserted before a later step failed) is not a twin.
+        if (!tx.query("SELECT 1 FROM grants WHERE biz_id = $1 AND id <> $2", {r.biz_id, run.g.id}).empty()) {
+          twin = true;
+        } else {
+          out.reason = rej.reason;
+        }
         tx.rollback_only();
       } catch (const TwinWon&) {
         twin = true;
@@ -348,6 +364,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
     auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
     if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
     replay(*g);
+    // A retry after a crash between the claim's commit and its delivery finishes the delivery.
+    if (out.status == Status::replayed && g->state == "init" && r.deliver && !r.dry_run) deliver_after_commit(out);
     return finish();
   }
   if (!granted) {
@@ -357,12 +375,19 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   out.status = Status::granted;
   out.grant = granted;
   out.dry_run = r.dry_run;
-  if (r.deliver && !r.dry_run) {
-    auto d = deliver(granted->id);
-    out.grant->state = d.state;
-    if (auto g = find_grant(st_.autocommit(), granted->record_code)) out.grant = g;
-  }
+  if (r.deliver && !r.dry_run) deliver_after_commit(out);
   return finish();
+}
+
+void Engine::deliver_after_commit(ClaimOutcome& out) {
+  // The grant is committed: a delivery problem now is logged and left to the resend path; it
+  // never turns the claim's answer into a failure.
+  try {
+    deliver(out.grant->id);
+  } catch (const Error& e) {
+    spdlog::warn("record={} committed but not delivered: {}", out.grant->record_code, e.what());
+  }
+  if (auto g = find_grant(st_.autocommit(), out.grant->record_code)) out.grant = g;
 }
 
 }  // namespace rc::engine

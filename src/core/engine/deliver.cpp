@@ -1,6 +1,8 @@
 // Step 9, delivery after commit. Only the process that moved the grant to issuing delivers it, and
 // the bill number is persisted before any call and reused on every resend, so the downstream can
-// dedupe. In-database channels (ledger, outbox) complete inside one transaction.
+// dedupe. In-database channels (ledger, outbox) complete inside one transaction. A webhook
+// delivery carries a pending resend bill from before the call on, so that a crash during the call
+// leaves a due resend with the same bill number rather than a stranded grant.
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -30,6 +32,7 @@ std::optional<Target> load(store::Session& s, int64_t grant_id) {
 }
 
 // Persists a new bill (or counts another attempt on the existing one) for a grant now in issuing.
+// A bill number, once set on a grant, is never replaced.
 std::string open_bill(store::Session& s, const Target& t, Millis now) {
   if (t.bill_no) {
     s.exec("UPDATE delivery_bill SET attempts = attempts + 1, state = 'sending', updated_at = $2 WHERE bill_no = $1",
@@ -41,7 +44,8 @@ std::string open_bill(store::Session& s, const Target& t, Millis now) {
       "INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, created_at, updated_at) "
       "VALUES ($1, $2, $3, $4, 'sending', 1, $5, $5)",
       {bill, t.id, t.channel, t.amount, now});
-  s.exec("UPDATE grants SET bill_no = $1 WHERE id = $2", {bill, t.id});
+  if (s.exec("UPDATE grants SET bill_no = $1 WHERE id = $2 AND bill_no IS NULL", {bill, t.id}) != 1)
+    throw Error(Exit::temp_fail, "grant " + t.record_code + " got a bill number concurrently: try again");
   return bill;
 }
 
@@ -49,6 +53,23 @@ void close_bill(store::Session& s, const std::string& bill, const std::string& s
                 const std::string& msg, Millis now) {
   s.exec("UPDATE delivery_bill SET state = $2, last_code = $3, last_message = $4, updated_at = $5 WHERE bill_no = $1",
          {bill, state, code, msg, now});
+}
+
+void ensure_resend(store::Session& s, const Target& t, const std::string& bill, Millis due, Millis expires,
+                   const std::string& actor, Millis now) {
+  auto r = s.query(
+      "INSERT INTO resend_bill (user_id, grant_id, bill_no, state, attempts, next_attempt_at, expires_at, created_at, "
+      "updated_at) VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $6) ON CONFLICT (user_id, grant_id) DO NOTHING "
+      "RETURNING id",
+      {t.user, t.id, bill, due, expires, now});
+  if (!r.empty())
+    log_status(s, {"resend_bill", r[0].i64(0), std::nullopt, "pending", actor, "bill " + bill, std::nullopt}, now);
+}
+
+void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, const std::string& actor,
+                   const std::string& why, Millis now) {
+  auto r = s.query("SELECT id FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {grant_id});
+  for (auto& row : r.rows) transition(s, "resend_bill", "resend_bill", row.i64(0), "pending", to, actor, why, now);
 }
 
 }  // namespace
@@ -60,28 +81,36 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   std::optional<Target> tgt;
   std::string bill;
   std::string type;
+  int timeout_ms = 0;
   // Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
   st_.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = DeliveryOutcome{};
     tgt = load(tx, grant_id);
     if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
     out.state = tgt->state;
-    if (tgt->state != "init" && tgt->state != "delayed_resend") {
-      tx.rollback_only();  // someone else delivers it, or it is done
+    std::string from = tgt->state;
+    if (from == "issuing") {
+      // A delivery that recorded no outcome before its resend fell due crashed or hung past its
+      // timeout: take it over (issuing -> delayed_resend -> issuing), with the same bill number.
+      auto due = tx.query("SELECT 1 FROM resend_bill WHERE grant_id = $1 AND state = 'pending' AND next_attempt_at <= $2",
+                          {tgt->id, now});
+      if (due.empty() || !transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor,
+                                     "no outcome recorded before the resend fell due", now)) {
+        tx.rollback_only();
+        return;
+      }
+      from = "delayed_resend";
+    } else if (from != "init" && from != "delayed_resend") {
+      tx.rollback_only();  // delivered, failed, or waiting for an external answer
       return;
     }
     auto ch = opts_.channels.find(tgt->channel);
-    if (ch == opts_.channels.end()) {
-      // The pre-delivery check failed: the channel is not configured on this host.
-      if (tgt->state == "init" && transition(tx, "grants", "grant", tgt->id, "init", "invalid", actor,
-                                             "channel '" + tgt->channel + "' is not configured", now))
-        out.state = "invalid";
-      out.outcome = delivery::Outcome::failed;
-      out.code = "unknown_channel";
-      return;
-    }
+    if (ch == opts_.channels.end())
+      throw Error(Exit::config, "grant " + tgt->record_code + " is delivered by channel '" + tgt->channel +
+                                    "', which is not configured on this host: add [channels." + tgt->channel + "]");
     type = ch->second.type;
-    if (!transition(tx, "grants", "grant", tgt->id, tgt->state, "issuing", actor, "deliver via " + tgt->channel, now)) {
+    timeout_ms = ch->second.timeout_ms;
+    if (!transition(tx, "grants", "grant", tgt->id, from, "issuing", actor, "deliver via " + tgt->channel, now)) {
       tx.rollback_only();
       return;
     }
@@ -103,7 +132,7 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
             {tgt->user, asset, tgt->amount, now});
       transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, "ledger credited", now);
       close_bill(tx, bill, "success", "0", "credited " + asset, now);
-      tx.exec("UPDATE resend_bill SET state = 'done', updated_at = $2 WHERE grant_id = $1 AND state = 'pending'", {tgt->id, now});
+      finish_resend(tx, tgt->id, "done", actor, "ledger credited", now);
       out.state = "success";
       out.outcome = delivery::Outcome::success;
     } else if (type == "outbox") {
@@ -116,12 +145,16 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
       close_bill(tx, bill, "awaiting_external", "", "", now);
       out.state = "awaiting_external";
       out.outcome = delivery::Outcome::success;
+    } else {
+      // webhook: the resend is due only after the call's own timeout has certainly passed
+      ensure_resend(tx, *tgt, bill, now + timeout_ms + opts_.resend_first_delay_ms, now + opts_.resend_expiry_ms,
+                    actor, now);
     }
   });
   if (!out.delivered_now || type != "webhook") return out;
 
   // Phase 2: the call, outside any transaction. A crash here leaves the grant in issuing with its
-  // bill number persisted: a resend reuses that number, never a new one.
+  // bill number and a pending resend bill: the resend reuses that number, never a new one.
   delivery::Result res;
   try {
     Hook& h = webhook(tgt->channel);
@@ -134,36 +167,43 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   out.code = res.code;
   out.message = res.message;
 
-  // Phase 3: record the outcome.
+  // Phase 3: record the outcome, if the grant is still ours (still issuing).
   const Millis done = clock_.now_ms();
   st_.transact(store::TxMode::write, [&](store::Tx& tx) {
     std::string why = std::string(delivery::outcome_name(res.outcome)) + (res.code.empty() ? "" : " " + res.code) +
                       (res.message.empty() ? "" : ": " + res.message);
-    if (res.outcome == delivery::Outcome::success) {
-      transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, why, done);
+    why = why.substr(0, 500);
+    std::string to = res.outcome == delivery::Outcome::success  ? "success"
+                     : res.outcome == delivery::Outcome::failed ? "failed"
+                                                                : "delayed_resend";
+    bool moved = to == "failed" ? transition(tx, "grants", "grant", tgt->id, "issuing", to, actor, why, done,
+                                             ", reason = $5", {why})
+                                : transition(tx, "grants", "grant", tgt->id, "issuing", to, actor, why, done);
+    if (!moved) {
+      // Someone took the delivery over in the meantime: their outcome stands.
+      tx.rollback_only();
+      auto now_state = load(tx, tgt->id);
+      out.state = now_state ? now_state->state : "";
+      return;
+    }
+    out.state = to;
+    if (to == "success") {
       close_bill(tx, bill, "success", res.code, res.message, done);
-      tx.exec("UPDATE resend_bill SET state = 'done', updated_at = $2 WHERE grant_id = $1 AND state = 'pending'",
-              {tgt->id, done});
-      out.state = "success";
-    } else if (res.outcome == delivery::Outcome::failed) {
-      transition(tx, "grants", "grant", tgt->id, "issuing", "failed", actor, why, done, ", reason = $5",
-                 {why.substr(0, 500)});
+      finish_resend(tx, tgt->id, "done", actor, why, done);
+    } else if (to == "failed") {
       close_bill(tx, bill, "failed", res.code, res.message, done);
-      tx.exec("UPDATE resend_bill SET state = 'manual', last_error = $3, updated_at = $2 WHERE grant_id = $1 AND state = 'pending'",
-              {tgt->id, done, why.substr(0, 500)});
-      out.state = "failed";
+      finish_resend(tx, tgt->id, "manual", actor, why, done);
     } else {
-      // retryable or unknown: resend later with the same bill number
-      transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor, why, done);
+      // retryable or unknown: the same bill number later, with exponential backoff (60 s doubling
+      // to 1 h from the first delay)
       close_bill(tx, bill, delivery::outcome_name(res.outcome), res.code, res.message, done);
+      auto a = tx.query("SELECT attempts FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {tgt->id});
+      int64_t attempts = a.empty() ? 0 : a[0].i64(0);
+      int64_t delay = std::min<int64_t>(opts_.resend_first_delay_ms << std::min<int64_t>(attempts, 6), 3'600'000);
       tx.exec(
-          "INSERT INTO resend_bill (user_id, grant_id, bill_no, state, attempts, next_attempt_at, expires_at, last_error, "
-          "created_at, updated_at) VALUES ($1, $2, $3, 'pending', 1, $4, $5, $6, $7, $7) "
-          "ON CONFLICT (user_id, grant_id) DO UPDATE SET attempts = resend_bill.attempts + 1, state = 'pending', "
-          "last_error = excluded.last_error, updated_at = excluded.updated_at",
-          {tgt->user, tgt->id, bill, done + opts_.resend_first_delay_ms, done + opts_.resend_expiry_ms,
-           why.substr(0, 500), done});
-      out.state = "delayed_resend";
+          "UPDATE resend_bill SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3, updated_at = $4 "
+          "WHERE grant_id = $1 AND state = 'pending'",
+          {tgt->id, done + delay, why, done});
     }
   });
   spdlog::info("deliver record={} bill={} channel={} outcome={} code={} state={}", tgt->record_code, bill, tgt->channel,

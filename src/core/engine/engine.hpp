@@ -96,6 +96,7 @@ class Engine {
   friend struct ClaimRun;
   std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
                                                  int64_t version);
+  void deliver_after_commit(ClaimOutcome& out);
   bool known_sold_out(int64_t prize_id);
   void remember_sold_out(int64_t prize_id);
   // One client per channel; a client is not thread-safe, so callers post under its mutex.
@@ -127,10 +128,11 @@ struct ReverseOutcome {
   std::optional<GrantView> grant;
 };
 // success -> reversed, returning stock, the limit counts and the budget, and debiting a ledger
-// credit. A repeat with the same request id does nothing (replayed).
+// credit. A repeat with the same request id does nothing (replayed). A grant delivered outside the
+// database (webhook, outbox) is reversed only when the caller asserts downstream_reversed.
 ReverseOutcome reverse(store::Store& st, const std::string& record_code, const std::string& reason,
                        const std::optional<std::string>& request_id, const std::string& actor, Millis now,
-                       bool dry_run = false);
+                       bool dry_run = false, bool downstream_reversed = false);
 
 // The external system's answer for an outbox delivery: awaiting_external -> success | failed.
 struct CompleteOutcome {

@@ -9,7 +9,7 @@ namespace rc::engine {
 
 ReverseOutcome reverse(store::Store& st, const std::string& record_code, const std::string& reason,
                        const std::optional<std::string>& request_id, const std::string& actor, Millis now,
-                       bool dry_run) {
+                       bool dry_run, bool downstream_reversed) {
   ReverseOutcome out;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = ReverseOutcome{};
@@ -38,9 +38,28 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
       tx.rollback_only();
       return;
     }
-    if (!transition(tx, "grants", "grant", g->id, "success", "reversed", actor, reason, now, "", {}, request_id)) {
-      out.message = "grant " + record_code + " changed concurrently: nothing changed";
+    // Money delivered outside this database is not taken back by us: returning the budget while the
+    // downstream keeps the payment would let the activity spend it twice.
+    store::Result credit;
+    if (g->bill_no)
+      credit = tx.query("SELECT user_id, asset, amount FROM ledger_entry WHERE bill_no = $1 AND kind = 'credit'",
+                        {*g->bill_no});
+    if (credit.empty() && !downstream_reversed) {
+      out.message = "grant " + record_code + " was delivered through channel '" + g->channel +
+                    "': reverse it there first, then rerun with --downstream-reversed; nothing changed";
       tx.rollback_only();
+      return;
+    }
+    if (!transition(tx, "grants", "grant", g->id, "success", "reversed", actor, reason, now, "", {}, request_id)) {
+      // A concurrent reversal won; with the same request id, that was this request.
+      tx.rollback_only();
+      if (request_id && !tx.query("SELECT 1 FROM status_log WHERE entity = 'grant' AND entity_id = $1 AND request_id = $2",
+                                  {g->id, *request_id}).empty()) {
+        out.replayed = true;
+        out.message = "request " + *request_id + " was already applied to " + record_code + ": nothing to do";
+      } else {
+        out.message = "grant " + record_code + " changed concurrently: nothing changed";
+      }
       return;
     }
     auto info = tx.query(
@@ -52,8 +71,7 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
     int64_t activity_id = x.i64(0), prize_id = x.i64(1);
     int64_t bucket = x.is_null(2) ? preferred_bucket(g->user, x.i64(8)) : x.i64(2);
     std::string tz = x.str(3);
-    // Stock back to the bucket it came from.
-    tx.exec("UPDATE stock SET remain = remain + 1 WHERE prize_id = $1 AND bucket = $2", {prize_id, bucket});
+    // Returned in the order a claim takes them (limits, budget, stock last): no lock-order deadlock.
     // The limit counts of the period the grant was made in (not today's).
     if (!x.is_null(6)) {
       auto per = parse_period(x.str_or(4, "total")).value_or(Period::total);
@@ -68,10 +86,10 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
     if (g->cost_cents > 0)
       tx.exec("UPDATE budget SET consumed_cents = consumed_cents - $2 WHERE activity_id = $1 AND consumed_cents >= $2",
               {activity_id, g->cost_cents});
+    // Stock back to the bucket it came from.
+    tx.exec("UPDATE stock SET remain = remain + 1 WHERE prize_id = $1 AND bucket = $2", {prize_id, bucket});
     // A ledger credit is debited once: the unique (bill_no, kind) key makes a second debit impossible.
     if (g->bill_no) {
-      auto credit = tx.query("SELECT user_id, asset, amount FROM ledger_entry WHERE bill_no = $1 AND kind = 'credit'",
-                             {*g->bill_no});
       if (!credit.empty()) {
         int64_t n = tx.exec(
             "INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'reverse', $2, $3, $4, $5) "
@@ -83,7 +101,13 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
       }
     }
     audit(tx, actor, "grant.reverse", "grant", record_code,
-          nlohmann::json{{"reason", reason}, {"request_id", request_id.value_or("")}, {"amount", g->amount}}.dump(), now);
+          nlohmann::json{{"reason", reason},
+                         {"request_id", request_id.value_or("")},
+                         {"amount", g->amount},
+                         {"channel", g->channel},
+                         {"downstream_reversed", downstream_reversed}}
+              .dump(),
+          now);
     out.changed = true;
     out.state = "reversed";
     out.message = "reversed " + record_code + ": stock, limit counts and budget returned";
@@ -97,7 +121,9 @@ CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, 
   CompleteOutcome out;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = CompleteOutcome{};
-    auto r = tx.query(std::string(kGrantSelect) + "WHERE g.bill_no = $1", {bill_no});
+    // delivery_bill.bill_no is the unique key: find the grant through it
+    auto r = tx.query(std::string(kGrantSelect) + "WHERE g.id = (SELECT grant_id FROM delivery_bill WHERE bill_no = $1)",
+                      {bill_no});
     if (r.empty()) throw Error(Exit::data, "no grant with bill number '" + bill_no + "'");
     auto g = to_view(r[0]);
     out.grant = g;
@@ -129,7 +155,8 @@ CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, 
     out.message = "grant " + g.record_code + " is now " + to;
   });
   if (out.changed) {
-    auto r = st.autocommit().query(std::string(kGrantSelect) + "WHERE g.bill_no = $1", {bill_no});
+    auto r = st.autocommit().query(
+        std::string(kGrantSelect) + "WHERE g.id = (SELECT grant_id FROM delivery_bill WHERE bill_no = $1)", {bill_no});
     if (!r.empty()) out.grant = to_view(r[0]);
   }
   return out;

@@ -13,7 +13,7 @@ WeightedPool::WeightedPool(const std::vector<int64_t>& weights) {
   int64_t sum = 0;
   for (int64_t w : weights) {
     if (w < 0) throw Error(Exit::internal, "negative lottery weight");
-    sum += w;
+    if (__builtin_add_overflow(sum, w, &sum)) throw Error(Exit::data, "lottery weights sum beyond 64 bits");
     prefix_.push_back(sum);
   }
 }

@@ -1,5 +1,7 @@
 #include "core/store/migrate.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "core/embedded.hpp"
@@ -80,6 +82,9 @@ std::vector<std::string> migrate(Store& s, Millis now) {
 
 void require_current_schema(Store& s) {
   auto st = schema_status(s);
+  for (auto& m : st.modified)
+    spdlog::warn("migration {} changed after it was applied to {}: the schema may differ from this binary's", m,
+                 s.describe());
   if (st.newer())
     throw Error(Exit::config, "the database schema (version " + std::to_string(st.current) +
                                   ") is newer than this rewardctl knows (" + std::to_string(st.latest) +
