@@ -1,12 +1,25 @@
-// PostgreSQL loader. Row-at-a-time INSERTs cost a round trip each (~24k rows/s); COPY streams the
-// batch into a TEMP staging table (no WAL, no index) and the server does the rest set-wise:
-//  1. duplicates: only rows the Bloom filter flags as "maybe seen" (a repeat, or a rare false
-//     positive) are checked, by a join against the staging table (and, across batches, against this
-//     import's committed rows and import_seen) — never a sort of the whole batch;
-//  2. one INSERT ... SELECT ... ON CONFLICT DO NOTHING; what conflicts was qualified before: existing;
-//  3. the batch's rejects come back through a cursor in line order, so memory stays flat even for a
-//     file that is all rejects.
+// PostgreSQL loader. Row-at-a-time INSERTs cost a round trip each (~24k rows/s), so rows travel by
+// COPY, and a Bloom filter splits them: a row whose user_id it has certainly not seen before is a
+// first occurrence; only the "maybe seen" ones (repeats, and ~1% false positives) need a check.
+//
+// Merge mode (the activity already holds users of other imports): the whole batch is COPYed into a
+// TEMP staging table (no WAL, no index); duplicates are found by a join limited to the flagged rows;
+// then one INSERT ... SELECT ... ORDER BY user_id ON CONFLICT DO NOTHING — what conflicts was
+// qualified before (existing). Sorted, the unique index grows page after page.
+//
+// Direct mode (no other import's users in the activity, e.g. a first import): a first occurrence can
+// only conflict with a concurrent writer, so those rows are COPYed straight into qualification — the
+// engine's own bulk load, which an INSERT ... SELECT cannot match — and only flagged and rejected
+// rows go through staging. A unique violation (a concurrent import of the same users) fails the COPY:
+// the batch is then retried from the file in merge mode.
+//
+// Either way the batch's rejects come back through a cursor in line order, so memory stays flat
+// even for a file that is all rejects.
 #include "jobs/import_load.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 
 namespace rc::jobs::import {
 namespace {
@@ -31,95 +44,211 @@ std::string unhex(const std::string& s) {
   return out;
 }
 
+// A row held back from the direct COPY for the staging table.
+struct Held {
+  int64_t line;
+  std::optional<std::string> user_id, ext, raw, error;
+};
+
 class PgLoader : public Loader {
  public:
   PgLoader(store::Store& s, const Header& h, const RunIds& ids, RejectsWriter& rejects, bool across, uint64_t expected)
-      : store_(s), h_(h), ids_(ids), rejects_(rejects), across_(across), bloom_(expected) {
-    cells_.resize(5);
-  }
+      : store_(s), h_(h), ids_(ids), rejects_(rejects), across_(across), bloom_(expected) {}
 
   void begin(store::Tx& tx) override {
+    if (!checked_) {
+      direct_ = tx.query("SELECT NOT EXISTS (SELECT 1 FROM qualification WHERE activity_id = $1::bigint "
+                         "AND import_id IS DISTINCT FROM $2::text)",
+                         {ids_.activity_id, ids_.import_id})[0]
+                    .str(0) == "t";
+      checked_ = true;
+    }
+    begun_ = std::chrono::steady_clock::now();
+    tx_ = &tx;
     counts_ = {};
-    valid_ = flagged_ = 0;
+    staged_valid_ = flagged_ = direct_rows_ = 0;
     tx.exec_script(
         "CREATE TEMP TABLE rc_import_stg (line BIGINT NOT NULL, user_id TEXT, ext TEXT, raw TEXT, error TEXT) "
         "ON COMMIT DROP");
-    bulk_ = store_.bulk_writer(tx, "rc_import_stg", {"line", "user_id", "ext", "raw", "error"});
+    if (direct_) open_direct();
+    else open_stage();
   }
 
   void row(const csv::Record& rec, const std::string& user_id, const std::string& ext) override {
-    ++valid_;
-    cells_[0] = std::to_string(rec.line);
-    cells_[1] = user_id;
-    if (ext.empty()) cells_[2].reset();
-    else cells_[2] = ext;
-    // raw (the text for the rejects file) only travels for the rows that may turn out duplicates
-    if (bloom_.test_and_add(user_id)) {
-      ++flagged_;
-      cells_[3] = reject_text(h_, rec);
-    } else {
-      cells_[3].reset();
+    const bool maybe = bloom_.test_and_add(user_id);
+    std::optional<std::string> e;
+    if (!ext.empty()) e = ext;
+    if (direct_ && !maybe) {
+      direct(rec.line, user_id, e);
+      return;
     }
-    cells_[4].reset();
-    bulk_->write_row(cells_);
+    ++staged_valid_;
+    // raw (the text for the rejects file) only travels for the rows that may turn out duplicates
+    std::optional<std::string> raw;
+    if (maybe) {
+      ++flagged_;
+      raw = reject_text(h_, rec);
+    }
+    stage({rec.line, user_id, std::move(e), std::move(raw), std::nullopt});
   }
 
   void reject(const csv::Record& rec, const std::string& why) override {
     ++counts_.rejected;
-    cells_[0] = std::to_string(rec.line);
-    cells_[1].reset();
-    cells_[2].reset();
-    cells_[3] = hex(reject_text(h_, rec));
-    cells_[4] = why;
-    bulk_->write_row(cells_);
+    stage({rec.line, std::nullopt, std::nullopt, hex(reject_text(h_, rec)), why});
   }
 
   void skipped(const std::string& user_id) override { bloom_.test_and_add(user_id); }
-  void abandon() override { bulk_.reset(); }
+  void abandon() override {
+    // after a failed attempt (a lock timeout behind a concurrent import, say) the retry takes the
+    // path that cannot conflict
+    direct_ = false;
+    bulk_.reset();
+    held_.clear();
+    held_bytes_ = 0;
+  }
 
   Counts finish(store::Tx& tx) override {
-    bulk_->finish();
-    bulk_.reset();
-    const store::Params ids{ids_.activity_id, ids_.import_id};
-    int64_t dups = 0;
-    if (flagged_ > 0) {
-      tx.exec_script("ANALYZE rc_import_stg");
-      tx.exec_script("CREATE TEMP TABLE rc_import_dup (line BIGINT PRIMARY KEY, first_line BIGINT) ON COMMIT DROP");
-      const std::string flagged = " WHERE c.raw IS NOT NULL AND c.error IS NULL";
-      std::string sql =
-          "INSERT INTO rc_import_dup (line, first_line) SELECT line, min(first_line) FROM ("
-          "SELECT c.line, s.line AS first_line FROM rc_import_stg c JOIN rc_import_stg s "
-          "ON s.user_id = c.user_id AND s.line < c.line AND s.error IS NULL" + flagged;
-      if (across_)
-        sql += " UNION ALL SELECT c.line, q.import_line FROM rc_import_stg c JOIN qualification q "
-               "ON q.activity_id = $1::bigint AND q.user_id = c.user_id AND q.import_id = $2::text" + flagged +
-               " UNION ALL SELECT c.line, e.line FROM rc_import_stg c JOIN import_seen e "
-               "ON e.import_id = $2::text AND e.user_id = c.user_id" + flagged;
-      sql += ") d GROUP BY line";
-      dups = tx.exec(sql, across_ ? ids : store::Params{});
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&t0](const char* what) {
+      auto t = std::chrono::steady_clock::now();
+      spdlog::debug("import batch: {} took {:.3f} s", what, std::chrono::duration<double>(t - t0).count());
+      t0 = t;
+    };
+    spdlog::debug("import batch: reading and streaming {} rows ({} direct) took {:.3f} s",
+                  direct_rows_ + staged_valid_ + counts_.rejected, direct_rows_,
+                  std::chrono::duration<double>(t0 - begun_).count());
+    if (direct_) {
+      close_direct();
+      spill();
+    } else {
+      close(bulk_);
     }
+    lap("COPY end");
+    const int64_t dups = flagged_ ? find_duplicates(tx) : 0;
+    lap("duplicate check");
     const std::string not_dup = dups ? " AND NOT EXISTS (SELECT 1 FROM rc_import_dup d WHERE d.line = s.line)" : "";
-    counts_.inserted = tx.exec(
-        "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
-        "updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, $4::bigint, $4::bigint "
-        "FROM rc_import_stg s WHERE s.error IS NULL" + not_dup + " ON CONFLICT (activity_id, user_id) DO NOTHING",
-        {ids_.activity_id, ids_.import_id, ids_.source, ids_.now});
-    counts_.existing = valid_ - dups - counts_.inserted;
+    int64_t staged_inserted = 0;
+    if (staged_valid_ > 0) {
+      tx.exec_script("SET LOCAL work_mem = '256MB'");  // the sort of a large batch stays in memory
+      staged_inserted = tx.exec(
+          "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
+          "updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, $4::bigint, "
+          "$4::bigint FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
+              " ORDER BY s.user_id ON CONFLICT (activity_id, user_id) DO NOTHING",
+          {ids_.activity_id, ids_.import_id, ids_.source, ids_.now});
+    }
+    lap("INSERT ... SELECT");
+    counts_.inserted = direct_rows_ + staged_inserted;
+    counts_.existing = staged_valid_ - dups - staged_inserted;
     if (across_ && counts_.existing > 0) {
       // remembered so that a repeat in a later batch (or after a resume) is a duplicate, not existing
       tx.exec("INSERT INTO import_seen (import_id, user_id, line) SELECT $2::text, s.user_id, s.line "
               "FROM rc_import_stg s JOIN qualification q ON q.activity_id = $1::bigint AND q.user_id = s.user_id "
               "WHERE s.error IS NULL AND q.import_id IS DISTINCT FROM $2::text" + not_dup +
                   " ON CONFLICT DO NOTHING",
-              ids);
+              {ids_.activity_id, ids_.import_id});
     }
     counts_.rejected += dups;
     if (counts_.rejected > 0) write_rejects(tx, dups > 0);
     tx.exec_script(dups ? "DROP TABLE rc_import_dup; DROP TABLE rc_import_stg" : "DROP TABLE rc_import_stg");
+    tx_ = nullptr;
     return counts_;
   }
 
  private:
+  void open_stage() { bulk_ = store_.bulk_writer(*tx_, "rc_import_stg", {"line", "user_id", "ext", "raw", "error"}); }
+  void open_direct() {
+    // status takes the column default ('unused'): COPY here is limited to 8 columns
+    bulk_ = store_.bulk_writer(*tx_, "qualification",
+                               {"activity_id", "user_id", "source", "import_id", "import_line", "ext", "created_at",
+                                "updated_at"});
+  }
+  static void close(std::unique_ptr<store::BulkWriter>& b) {
+    if (!b) return;
+    b->finish();
+    b.reset();
+  }
+
+  void direct(int64_t line, const std::string& user_id, const std::optional<std::string>& ext) {
+    ++direct_rows_;
+    cells_.assign({std::to_string(ids_.activity_id), user_id, ids_.source, ids_.import_id, std::to_string(line), ext,
+                   std::to_string(ids_.now), std::to_string(ids_.now)});
+    try {
+      bulk_->write_row(cells_);
+    } catch (const store::UniqueViolation& e) {
+      conflict(e);
+    }
+  }
+
+  void close_direct() {
+    try {
+      close(bulk_);
+    } catch (const store::UniqueViolation& e) {
+      conflict(e);
+    }
+  }
+
+  // A concurrent writer qualified a user of this batch: the transaction is dead; retry it in merge mode.
+  [[noreturn]] void conflict(const store::UniqueViolation& e) {
+    direct_ = false;
+    bulk_.reset();
+    throw store::Retryable(std::string("a concurrent import added users of this batch (") + e.what() +
+                           "): retrying it through the staging table");
+  }
+
+  void stage(Held h) {
+    if (!direct_) {
+      write_staged(h);
+      return;
+    }
+    held_bytes_ += sizeof(Held) + (h.user_id ? h.user_id->size() : 0) + (h.ext ? h.ext->size() : 0) +
+                   (h.raw ? h.raw->size() : 0) + (h.error ? h.error->size() : 0);
+    held_.push_back(std::move(h));
+    if (held_.size() >= 20000 || held_bytes_ >= (8 << 20)) {
+      // one COPY at a time per connection: pause the direct one to unload the held rows
+      close_direct();
+      spill();
+      open_direct();
+    }
+  }
+
+  void write_staged(const Held& h) {
+    cells_.assign({std::to_string(h.line), h.user_id, h.ext, h.raw, h.error});
+    bulk_->write_row(cells_);
+  }
+
+  // Moves the held rows into the staging table. REQUIRES: no COPY in progress.
+  void spill() {
+    if (held_.empty()) return;
+    open_stage();
+    for (auto& h : held_) write_staged(h);
+    close(bulk_);
+    held_.clear();
+    held_bytes_ = 0;
+  }
+
+  // The flagged rows that repeat a user accepted on an earlier line: of this batch (staging), of
+  // this import (direct rows and earlier batches) or a user qualified before (import_seen).
+  int64_t find_duplicates(store::Tx& tx) {
+    tx.exec_script("ANALYZE rc_import_stg");
+    tx.exec_script("CREATE TEMP TABLE rc_import_dup (line BIGINT PRIMARY KEY, first_line BIGINT) ON COMMIT DROP");
+    const std::string flagged = " WHERE c.raw IS NOT NULL AND c.error IS NULL";
+    const bool own = across_ || direct_rows_ > 0;
+    std::string sql =
+        "INSERT INTO rc_import_dup (line, first_line) SELECT line, min(first_line) FROM ("
+        "SELECT c.line, s.line AS first_line FROM rc_import_stg c JOIN rc_import_stg s "
+        "ON s.user_id = c.user_id AND s.line < c.line AND s.error IS NULL" + flagged;
+    if (own)
+      sql += " UNION ALL SELECT c.line, q.import_line FROM rc_import_stg c JOIN qualification q "
+             "ON q.activity_id = $1::bigint AND q.user_id = c.user_id AND q.import_id = $2::text "
+             "AND q.import_line < c.line" + flagged;
+    if (across_)
+      sql += " UNION ALL SELECT c.line, e.line FROM rc_import_stg c JOIN import_seen e "
+             "ON e.import_id = $2::text AND e.user_id = c.user_id" + flagged;
+    sql += ") d GROUP BY line";
+    return tx.exec(sql, own ? store::Params{ids_.activity_id, ids_.import_id} : store::Params{});
+  }
+
   void write_rejects(store::Tx& tx, bool with_dups) {
     tx.exec_script(
         std::string("DECLARE rc_import_rej NO SCROLL CURSOR FOR ") +
@@ -146,10 +275,15 @@ class PgLoader : public Loader {
   RejectsWriter& rejects_;
   bool across_;
   Bloom bloom_;
+  store::Tx* tx_ = nullptr;
   std::unique_ptr<store::BulkWriter> bulk_;
   std::vector<std::optional<std::string>> cells_;
+  std::vector<Held> held_;
+  size_t held_bytes_ = 0;
   Counts counts_;
-  int64_t valid_ = 0, flagged_ = 0;
+  int64_t staged_valid_ = 0, flagged_ = 0, direct_rows_ = 0;
+  bool checked_ = false, direct_ = false;
+  std::chrono::steady_clock::time_point begun_;
 };
 
 }  // namespace

@@ -317,29 +317,13 @@ TEST_CASE("import: a rejects file, once fixed, imports again (_line and _error a
   CHECK_FALSE(exists(db.dir() + "/r.csv.rejects.csv"));
 }
 
-TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with no duplicate and no loss") {
-  TestDb db;
-  fresh(db);
-  make_activity(db, "ref");
-  // pre-qualified users (existing), repeats across batches and a few invalid rows
-  std::string pre = "user_id\n";
-  for (int i = 0; i < 1000; ++i) pre += "k" + std::to_string(i * 97) + "\n";
-  rt::write_file(db.dir(), "pre.csv", pre);
-  db.ok({"import-qualifications", "act", "pre.csv"});
-  db.ok({"import-qualifications", "ref", "pre.csv"});
-  const int n = rt::is_pg() ? 120000 : 60000;
-  std::string body = "user_id,tier\n";
-  for (int i = 0; i < n; ++i) {
-    if (i % 5000 == 4999) body += ",bad\n";
-    else if (i % 1000 == 999) body += "k" + std::to_string((i / 3) * 97 % 97000) + ",again\n";
-    else body += "k" + std::to_string(i) + ",t" + std::to_string(i % 7) + "\n";
-  }
-  std::string file = rt::write_file(db.dir(), "big.csv", body);
-
-  // the reference: the same file in one transaction into another activity
-  auto ref = last_json(db.ok({"import-qualifications", "ref", "big.csv", "-o", "json", "--max-rejects", "100%",
-                              "--rejects", "ref.rejects.csv"}, 3));
-  const std::string batch = rt::is_pg() ? "300" : "200";
+// Imports FILE into `act` in batches, SIGKILLs it once two batches are committed, reruns it, and
+// checks the result against the same file imported in one transaction into `ref`.
+static void kill_and_resume(const TestDb& db, const std::string& file, int64_t n) {
+  auto ref = last_json(db.ok({"import-qualifications", "ref", file, "-o", "json", "--max-rejects", "100%", "--rejects",
+                              "ref.rejects.csv"}, 3));
+  const std::string batch = "200";
+  const int64_t before_run = qualified(db);
   pid_t pid = fork();
   if (pid == 0) {
     if (chdir(db.dir().c_str()) != 0) _exit(127);
@@ -347,7 +331,7 @@ TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with 
     dup2(devnull, 1);
     dup2(devnull, 2);
     unsetenv("REWARDCTL_CONFIG");
-    execl(REWARDCTL_BIN, REWARDCTL_BIN, "--db", db.url().c_str(), "import-qualifications", "act", "big.csv",
+    execl(REWARDCTL_BIN, REWARDCTL_BIN, "--db", db.url().c_str(), "import-qualifications", "act", file.c_str(),
           "--batch-size", batch.c_str(), "--max-rejects", "100%", "--progress", "none", (char*)nullptr);
     _exit(127);
   }
@@ -362,12 +346,12 @@ TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with 
   int status = 0;
   waitpid(pid, &status, 0);
   REQUIRE(WIFSIGNALED(status));  // it was killed mid-way, not finished
-  const int64_t before = qualified(db);
-  CHECK(before > 1000);
-  CHECK(before < 1000 + n);
+  const int64_t partial = qualified(db);
+  CHECK(partial > before_run);
+  CHECK(partial < qualified(db, "ref"));
   CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 1);
 
-  auto r = last_json(db.ok({"import-qualifications", "act", "big.csv", "-o", "json", "--batch-size", batch,
+  auto r = last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
                             "--max-rejects", "100%"}, 3));
   CHECK(r["resumed_from"].get<int64_t>() >= committed);
   CHECK(r["read"] == n);
@@ -380,14 +364,49 @@ TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with 
   CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 0);
   CHECK(db.count("SELECT count(*) FROM import_seen") == 0);
   // the rejects file holds each rejected row exactly once, as the one-transaction run found them
-  auto a = rejects(db.dir() + "/big.csv.rejects.csv"), b = rejects(db.dir() + "/ref.rejects.csv");
+  auto a = rejects(db.dir() + "/" + file + ".rejects.csv"), b = rejects(db.dir() + "/ref.rejects.csv");
   CHECK(a.size() == size_t(ref["rejected"].get<int64_t>()));
   CHECK(a == b);
   // and a rerun of the finished file changes nothing
-  auto again = last_json(db.ok({"import-qualifications", "act", "big.csv", "-o", "json", "--batch-size", batch,
+  auto again = last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
                                 "--max-rejects", "100%"}, 3));
   CHECK(again["inserted"] == 0);
   CHECK(again["resumed_from"] == 0);
+}
+
+// n rows: repeats across batches (of new users and, when given, of users qualified before) and a
+// few invalid rows.
+static std::string big_file(int n) {
+  std::string body = "user_id,tier\n";
+  for (int i = 0; i < n; ++i) {
+    if (i % 5000 == 4999) body += ",bad\n";
+    else if (i % 1000 == 999) body += "k" + std::to_string((i / 3) * 97 % 97000) + ",again\n";
+    else body += "k" + std::to_string(i) + ",t" + std::to_string(i % 7) + "\n";
+  }
+  return body;
+}
+
+TEST_CASE("import: a batched import killed with SIGKILL continues on rerun with no duplicate and no loss") {
+  const int n = 60000;
+  SUBCASE("into an empty activity") {
+    TestDb db;
+    fresh(db);
+    make_activity(db, "ref");
+    rt::write_file(db.dir(), "big.csv", big_file(n));
+    kill_and_resume(db, "big.csv", n);
+  }
+  SUBCASE("into an activity holding users of an earlier import") {
+    TestDb db;
+    fresh(db);
+    make_activity(db, "ref");
+    std::string pre = "user_id\n";
+    for (int i = 0; i < 1000; ++i) pre += "k" + std::to_string(i * 97) + "\n";
+    rt::write_file(db.dir(), "pre.csv", pre);
+    db.ok({"import-qualifications", "act", "pre.csv"});
+    db.ok({"import-qualifications", "ref", "pre.csv"});
+    rt::write_file(db.dir(), "big.csv", big_file(n));
+    kill_and_resume(db, "big.csv", n);
+  }
 }
 
 TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
@@ -429,4 +448,25 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "unused", "-o", "json"}))["count"] == 1);
   db.ok({"qualification", "count", "act", "--status", "gone"}, 64);
   db.ok({"qualification", "count", "nope"}, 64);
+}
+
+TEST_CASE("import: two concurrent imports of the same file into an empty activity insert each user once") {
+  TestDb db;
+  fresh(db);
+  std::string body = "user_id\n";
+  for (int i = 0; i < 3000; ++i) body += "c" + std::to_string(i * 7919 % 100000) + "\n";
+  rt::write_file(db.dir(), "c.csv", body);
+  rt::Run a, b;
+  std::thread t1([&] { a = db.rc({"import-qualifications", "act", "c.csv", "-o", "json", "--rejects", "a.csv"}); });
+  std::thread t2([&] { b = db.rc({"import-qualifications", "act", "c.csv", "-o", "json", "--rejects", "b.csv"}); });
+  t1.join();
+  t2.join();
+  INFO(a.all() << "\n" << b.all());
+  REQUIRE(a.rc == 0);
+  REQUIRE(b.rc == 0);
+  auto ja = last_json(a), jb = last_json(b);
+  CHECK(ja["inserted"].get<int64_t>() + jb["inserted"].get<int64_t>() == 3000);
+  CHECK(ja["existing"].get<int64_t>() + jb["existing"].get<int64_t>() == 3000);
+  CHECK(qualified(db) == 3000);
+  CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'done'") == 2);
 }
