@@ -38,4 +38,19 @@ step record show --user u1
 step ledger balance u1
 step activity show "$code"
 step activity history "$code"
+
+# A whitelist-only gift: load the whitelist from a CSV, then only listed users may claim, once.
+sed -e "s/^start = .*/start = \"$start\"/" -e "s/^end = .*/end = \"$end\"/" \
+  "$ROOT/examples/activities/whitelist_gift.toml" > gift.toml
+gift="$(sed -n 's/^code = "\(.*\)"/\1/p' gift.toml | head -1)"
+step activity create -f gift.toml --operator alice
+step import-qualifications "$gift" "$ROOT/examples/qualifications.csv" --operator alice
+step qualification count "$gift"
+step activity approve "$gift" --as product --operator bob
+step activity approve "$gift" --as tech --operator carol
+step activity publish "$gift" --full --operator carol
+outcome claim "$gift" --user 10001 --biz-id gift-10001-a            # on the whitelist: granted
+outcome claim "$gift" --user 10001 --biz-id gift-10001-b            # qualification_used
+outcome claim "$gift" --user 99999 --biz-id gift-99999              # not_qualified
+step ledger balance 10001
 echo "== demo finished: $DEMO" >&2
