@@ -71,6 +71,17 @@ std::string config(const TestDb& db, int port) {
                         "retryable_rets = [1001]\n");
 }
 
+// Engine options as a host with this config file and the secret in its environment has them.
+rc::engine::EngineOptions engine_options(const std::string& cfg) {
+  rc::engine::EngineOptions o;
+  rc::Settings st;
+  st.file = toml::parse(read_file(cfg), cfg);
+  st.config_path = cfg;
+  o.channels = rc::delivery::parse_channels(st);
+  o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("webhook: success, retryable, final and timeout, with the signature verified by the server") {
@@ -120,12 +131,7 @@ TEST_CASE("webhook: success, retryable, final and timeout, with the signature ve
     CHECK(db.count("SELECT count(*) FROM resend_bill WHERE bill_no = $1", {bill}) == 1);
     // the resend: deliver the same grant again, now the endpoint answers in time
     ep.set("ok");
-    rc::engine::EngineOptions o;
-    rc::Settings st;
-    st.file = toml::parse(read_file(cfg), cfg);
-    st.config_path = cfg;
-    o.channels = rc::delivery::parse_channels(st);
-    o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
+    auto o = engine_options(cfg);
     auto b = engine(db, std::nullopt, o);
     int64_t gid = db.count("SELECT id FROM grants");
     auto d = b.engine->deliver(gid);
@@ -174,12 +180,7 @@ TEST_CASE("webhook: a process killed during the call leaves a due resend with th
   CHECK(db.count("SELECT count(*) FROM resend_bill WHERE state = 'pending' AND bill_no = $1", {ep.bills[0]}) == 1);
   // Before the resend is due nobody takes the delivery over; after it, a resend with the same bill.
   ep.set("ok");
-  rc::engine::EngineOptions o;
-  rc::Settings st;
-  st.file = toml::parse(read_file(cfg), cfg);
-  st.config_path = cfg;
-  o.channels = rc::delivery::parse_channels(st);
-  o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
+  auto o = engine_options(cfg);
   int64_t gid = db.count("SELECT id FROM grants");
   auto early = engine(db, std::nullopt, o);
   CHECK_FALSE(early.engine->deliver(gid).delivered_now);
