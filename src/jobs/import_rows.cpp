@@ -318,7 +318,7 @@ std::string default_rejects_path(const std::string& file) {
 
 int64_t find_activity(store::Store& s, const std::string& code) {
   auto r = s.query("SELECT id FROM activity WHERE code = $1", {code});
-  if (r.empty()) throw Error(Exit::usage, "no activity '" + code + "' (see rewardctl activity list)");
+  if (r.empty()) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
   return r[0].i64(0);
 }
 
