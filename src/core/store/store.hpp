@@ -111,6 +111,8 @@ class Store {
   virtual Session& autocommit() = 0;
   int64_t exec(const std::string& sql, const Params& params = {}) { return query(sql, params).affected; }
   // Bulk loading into `table` (columns given) inside tx. PostgreSQL streams COPY FROM STDIN.
+  // REQUIRES: the writer is finished or destroyed before the transact() callback returns or throws
+  // (it refers to the transaction); keep it in a scope inside the callback.
   virtual std::unique_ptr<BulkWriter> bulk_writer(Tx& tx, const std::string& table,
                                                    const std::vector<std::string>& columns) = 0;
   // How many times transact() or query() retried since the store was opened (for logs and tests).
