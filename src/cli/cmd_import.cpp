@@ -19,17 +19,24 @@ struct {
 int64_t per_second(int64_t n, double s) { return s > 0 ? int64_t(std::llround(double(n) / s)) : n; }
 std::string rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
 
-Exit run_import(Ctx& ctx) {
-  jobs::ImportOptions o;
+// The options import and revoke share: the same CSV file handling, limits, batching and progress.
+template <class Options>
+Options file_job(Ctx& ctx) {
+  Options o;
   o.activity = opt.activity;
   o.file = opt.file;
-  o.source = opt.source;
   o.rejects_path = opt.rejects;
   o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
   o.batch_size = opt.batch_size;
   o.dry_run = opt.dry_run;
   o.operator_name = ctx.settings.operator_name;
   o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  return o;
+}
+
+Exit run_import(Ctx& ctx) {
+  auto o = file_job<jobs::ImportOptions>(ctx);
+  o.source = opt.source;
   auto store = ctx.open_store();
   auto r = jobs::import_qualifications(*store, o, *ctx.clock);
   const auto& c = r.counts;
@@ -64,16 +71,8 @@ Exit run_import(Ctx& ctx) {
 }
 
 Exit run_revoke(Ctx& ctx) {
-  jobs::RevokeOptions o;
-  o.activity = opt.activity;
-  o.file = opt.file;
-  o.rejects_path = opt.rejects;
+  auto o = file_job<jobs::RevokeOptions>(ctx);
   o.reason = opt.reason;
-  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
-  o.batch_size = opt.batch_size;
-  o.dry_run = opt.dry_run;
-  o.operator_name = ctx.settings.operator_name;
-  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
   auto store = ctx.open_store();
   auto r = jobs::revoke_qualifications(*store, o, *ctx.clock);
   spdlog::info("{}revoke in {} from {}: read {}, revoked {}, not found {}, not unused {}, rejected {} in {:.2f} s",
