@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <thread>
 #include <unordered_map>
 
 #include "core/store/store.hpp"
@@ -125,8 +127,18 @@ class SqliteStore : public Store {
       db_ = std::make_unique<SQLite::Database>(path, flags, o.busy_timeout_ms);
       // Reading the schema fails here, not later, when the file is not a database.
       db_->exec("PRAGMA foreign_keys=ON");
-      std::string mode = db_->execAndGet("PRAGMA journal_mode").getString();
-      if (mode != "wal") db_->exec("PRAGMA journal_mode=WAL");
+      // Switching a new file to WAL needs an exclusive lock and may answer SQLITE_BUSY without
+      // waiting (another process is creating the same file): retry it within the busy timeout.
+      for (int attempt = 0;; ++attempt) {
+        try {
+          std::string mode = db_->execAndGet("PRAGMA journal_mode").getString();
+          if (mode != "wal") db_->exec("PRAGMA journal_mode=WAL");
+          break;
+        } catch (const SQLite::Exception& e) {
+          if (!is_busy(e.getErrorCode()) || attempt * 20 >= o.busy_timeout_ms) throw;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
       db_->exec("PRAGMA synchronous=FULL");  // money: a commit survives power loss
     } catch (const SQLite::Exception& e) {
       if (is_busy(e.getErrorCode()))
