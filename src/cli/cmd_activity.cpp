@@ -3,14 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/context.hpp"
 #include "core/activity/activity.hpp"
 #include "core/activity/read.hpp"
-#include "core/delivery/channel.hpp"
 
 namespace rc::cli {
 namespace {
@@ -22,24 +19,10 @@ struct {
   bool dry_run = false, publish = false, gray = false, full = false, yes = false;
 } opt;
 
-std::string read_input(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Exit::no_input, "cannot read definition file " + path);
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // Reads and reviews a definition; refuses (65) with every finding on stderr when any is an error.
 Definition reviewed(Ctx& ctx, std::string& text) {
-  text = read_input(opt.file);
-  LintContext lc;
-  for (auto& [name, c] : delivery::parse_channels(ctx.settings)) lc.channels.insert(name);
-  auto parsed = review_definition(text, opt.file, lc);
+  text = read_input_file(opt.file);
+  auto parsed = review_definition(text, opt.file, lint_context(ctx));
   int errors = 0;
   for (auto& f : parsed.findings) {
     std::string where = opt.file + (f.line ? ":" + std::to_string(f.line) + ":" + std::to_string(f.column) : "");

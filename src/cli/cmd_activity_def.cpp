@@ -40,36 +40,11 @@ Exit run_new(Ctx& ctx) {
   throw Error(Exit::usage, "unknown activity kind '" + opt.kind + "': choose one of " + kinds());
 }
 
-// The file's text; "-" reads standard input. Missing or unreadable: exit 66.
-std::string read_definition(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  struct stat sb;
-  if (::stat(path.c_str(), &sb) != 0)
-    throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(sb.st_mode)) throw Error(Exit::no_input, "cannot read " + path + ": it is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
-  ss << f.rdbuf();
-  if (f.bad()) throw Error(Exit::no_input, "cannot read " + path);
-  return ss.str();
-}
-
-// The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.
-activity::LintContext lint_context(const Ctx& ctx) {
-  activity::LintContext lc;
-  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings)) lc.channels.insert(name);
-  return lc;
-}
-
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 Exit run_lint(Ctx& ctx) {
   std::string source = opt.file == "-" ? "<stdin>" : opt.file;
-  std::string text = read_definition(opt.file);
+  std::string text = read_input_file(opt.file);
   auto r = activity::review_definition(text, source, lint_context(ctx));
   // errors first, then warnings, then infos; within each, in file order
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const activity::Finding& a, const activity::Finding& b) {

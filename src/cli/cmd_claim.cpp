@@ -1,5 +1,6 @@
 // claim | record show | record reverse (also top-level reverse) | record complete | ledger balance | ledger entries
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cli/context.hpp"
 #include "core/engine/engine.hpp"
@@ -50,7 +51,7 @@ Exit run_reverse(Ctx& ctx) {
          {"message", o.message}, {"dry_run", opt.dry_run}};
   ctx.out.record(j);
   bool refused = !o.changed && !o.replayed && !opt.dry_run;
-  if (refused) std::cerr << "rewardctl: " << o.message << "\n";
+  if (refused) spdlog::error("{}", o.message);
   return refused ? Exit::findings : Exit::ok;
 }
 
@@ -137,7 +138,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
       ctx.out.record({{"bill_no", opt.bill}, {"changed", o.changed}, {"state", o.state}, {"message", o.message},
                       {"dry_run", opt.dry_run}});
       bool refused = !o.changed && !opt.dry_run;
-      if (refused) std::cerr << "rewardctl: " << o.message << "\n";
+      if (refused) spdlog::error("{}", o.message);
       return refused ? Exit::findings : Exit::ok;
     };
   });

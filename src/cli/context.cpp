@@ -1,6 +1,15 @@
 #include "cli/context.hpp"
 
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/delivery/channel.hpp"
 
 #include "core/store/migrate.hpp"
 
@@ -13,6 +22,31 @@ std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create) {
   o.busy_timeout_ms = settings.db_busy_timeout_ms;
   o.retries = settings.db_retries;
   return store::open_store(dsn, o);
+}
+
+// The file's text; "-" reads standard input. Missing or unreadable: exit 66.
+std::string read_input_file(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  struct stat sb;
+  if (::stat(path.c_str(), &sb) != 0)
+    throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(sb.st_mode)) throw Error(Exit::no_input, "cannot read " + path + ": it is a directory");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
+  ss << f.rdbuf();
+  if (f.bad()) throw Error(Exit::no_input, "cannot read " + path);
+  return ss.str();
+}
+
+// The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.
+activity::LintContext lint_context(const Ctx& ctx) {
+  activity::LintContext lc;
+  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings)) lc.channels.insert(name);
+  return lc;
 }
 
 CLI::App* activity_group(CLI::App& app) {

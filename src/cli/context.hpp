@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/output.hpp"
+#include "core/activity/definition.hpp"
 #include "core/clock.hpp"
 #include "core/config.hpp"
 #include "core/store/store.hpp"
@@ -36,6 +37,12 @@ void register_import(CLI::App& app, Ctx& ctx);  // import-qualifications, qualif
 void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
 void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
+
+// The text of a file named on the command line; "-" reads standard input. Error(no_input) when it
+// is missing or unreadable.
+std::string read_input_file(const std::string& path);
+// Lint context of this host: the channels its config defines, plus the built-in ledger and outbox.
+activity::LintContext lint_context(const Ctx& ctx);
 
 // The one `activity` group shared by several command files: created by whichever registers first.
 CLI::App* activity_group(CLI::App& app);

@@ -20,8 +20,6 @@ struct Rejection {
   std::string reason;
 };
 
-int64_t to_int(const store::Row& r, size_t i) { return r.i64(i); }
-
 }  // namespace
 
 Engine::Engine(store::Store& st, const Clock& clock, EngineOptions opts)
@@ -127,7 +125,7 @@ struct ClaimRun {
     if (now < ar.i64(3)) throw Rejection{"not_started"};
     if (now >= ar.i64(4)) throw Rejection{"ended"};
     if (state == "paused") throw Rejection{"paused"};
-    if (state == "gray" && to_int(ar, 5) == 0) throw Rejection{"not_in_gray_list"};
+    if (state == "gray" && ar.i64(5) == 0) throw Rejection{"not_in_gray_list"};
     auto cat = e.catalog(tx, r.activity, activity_id, ar.i64(2));
 
     // 3. qualification (whitelist): unused -> used, decided by the conditional update
@@ -146,10 +144,10 @@ struct ClaimRun {
     }
 
     // 4. risk
-    if (to_int(ar, 6)) throw Rejection{"blacklisted"};
-    if (to_int(ar, 7)) throw Rejection{"held_by_fuse"};
+    if (ar.i64(6)) throw Rejection{"blacklisted"};
+    if (ar.i64(7)) throw Rejection{"held_by_fuse"};
     std::set<int64_t> blocked;
-    if (to_int(ar, 8)) {
+    if (ar.i64(8)) {
       auto b = tx.query("SELECT id FROM prize WHERE activity_id = $1 AND blocked = 1", {activity_id});
       for (auto& row : b.rows) blocked.insert(row.i64(0));
     }
