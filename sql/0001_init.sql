@@ -2,7 +2,7 @@
 -- since the Unix epoch, UTC. Unique keys carry correctness; indexes match the jobs' scans.
 
 CREATE TABLE activity (
-  id                 INTEGER PRIMARY KEY,
+  id                 {{pk}},
   code               TEXT NOT NULL UNIQUE,
   name               TEXT NOT NULL,
   kind               TEXT NOT NULL CHECK (kind IN ('direct', 'lottery', 'redpack')),
@@ -25,7 +25,7 @@ CREATE INDEX activity_state_end ON activity (state, end_at);
 
 -- one row per review decision; voided when the definition changes
 CREATE TABLE activity_review (
-  id              INTEGER PRIMARY KEY,
+  id              {{pk}},
   activity_id     BIGINT NOT NULL REFERENCES activity (id),
   role            TEXT NOT NULL CHECK (role IN ('product', 'tech')),
   decision        TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
@@ -46,7 +46,7 @@ CREATE TABLE activity_user_list (
 );
 
 CREATE TABLE item (
-  id              INTEGER PRIMARY KEY,
+  id              {{pk}},
   activity_id     BIGINT NOT NULL REFERENCES activity (id),
   code            TEXT NOT NULL,
   kind            TEXT NOT NULL CHECK (kind IN ('cash', 'coupon', 'points', 'virtual', 'physical')),
@@ -56,7 +56,7 @@ CREATE TABLE item (
 );
 
 CREATE TABLE prize (
-  id                INTEGER PRIMARY KEY,
+  id                {{pk}},
   activity_id       BIGINT NOT NULL REFERENCES activity (id),
   code              TEXT NOT NULL,
   item_id           BIGINT NOT NULL REFERENCES item (id),
@@ -91,7 +91,7 @@ CREATE TABLE budget (
 );
 
 CREATE TABLE qualification (
-  id          INTEGER PRIMARY KEY,
+  id          {{pk}},
   activity_id BIGINT NOT NULL REFERENCES activity (id),
   user_id     TEXT NOT NULL,
   status      TEXT NOT NULL DEFAULT 'unused' CHECK (status IN ('unused', 'used', 'revoked', 'expired')),
@@ -108,7 +108,7 @@ CREATE INDEX qualification_status_expiry ON qualification (status, expires_at);
 
 -- the prize record: written before any delivery, never deleted
 CREATE TABLE grants (
-  id            INTEGER PRIMARY KEY,
+  id            {{pk}},
   record_code   TEXT NOT NULL UNIQUE,
   biz_id        TEXT NOT NULL UNIQUE,
   activity_id   BIGINT NOT NULL REFERENCES activity (id),
@@ -136,7 +136,7 @@ CREATE INDEX grants_user_activity ON grants (user_id, activity_id);
 
 -- one row per state change of anything; the audit trail that reconcile checks for continuity
 CREATE TABLE status_log (
-  id         INTEGER PRIMARY KEY,
+  id         {{pk}},
   entity     TEXT NOT NULL,
   entity_id  BIGINT NOT NULL,
   from_state TEXT,
@@ -159,7 +159,7 @@ CREATE TABLE limit_counter (
 );
 
 CREATE TABLE delivery_bill (
-  id           INTEGER PRIMARY KEY,
+  id           {{pk}},
   bill_no      TEXT NOT NULL UNIQUE,
   grant_id     BIGINT NOT NULL REFERENCES grants (id),
   channel      TEXT NOT NULL,
@@ -182,7 +182,7 @@ CREATE TABLE ledger_account (
 );
 
 CREATE TABLE ledger_entry (
-  id         INTEGER PRIMARY KEY,
+  id         {{pk}},
   bill_no    TEXT NOT NULL,
   kind       TEXT NOT NULL CHECK (kind IN ('credit', 'reverse')),
   user_id    TEXT NOT NULL,
@@ -194,7 +194,7 @@ CREATE TABLE ledger_entry (
 CREATE INDEX ledger_entry_user ON ledger_entry (user_id, id);
 
 CREATE TABLE outbox (
-  id         INTEGER PRIMARY KEY,
+  id         {{pk}},
   bill_no    TEXT NOT NULL UNIQUE,
   channel    TEXT NOT NULL,
   payload    TEXT NOT NULL,
@@ -205,7 +205,7 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_state_created ON outbox (state, created_at);
 
 CREATE TABLE resend_bill (
-  id              INTEGER PRIMARY KEY,
+  id              {{pk}},
   user_id         TEXT NOT NULL,
   grant_id        BIGINT NOT NULL REFERENCES grants (id),
   bill_no         TEXT NOT NULL,
@@ -221,7 +221,7 @@ CREATE TABLE resend_bill (
 CREATE INDEX resend_bill_due ON resend_bill (state, next_attempt_at);
 
 CREATE TABLE fuse_rule (
-  id               INTEGER PRIMARY KEY,
+  id               {{pk}},
   activity_id      BIGINT NOT NULL REFERENCES activity (id),
   prize_id         BIGINT REFERENCES prize (id),
   name             TEXT NOT NULL,
@@ -236,7 +236,7 @@ CREATE TABLE fuse_rule (
 );
 
 CREATE TABLE fuse_event (
-  id              INTEGER PRIMARY KEY,
+  id              {{pk}},
   batch_no        TEXT NOT NULL UNIQUE,
   rule_id         BIGINT NOT NULL REFERENCES fuse_rule (id),
   activity_id     BIGINT NOT NULL REFERENCES activity (id),
@@ -252,7 +252,7 @@ CREATE TABLE fuse_event (
 CREATE INDEX fuse_event_state ON fuse_event (state, activity_id);
 
 CREATE TABLE list_batch (
-  id          INTEGER PRIMARY KEY,
+  id          {{pk}},
   batch_no    TEXT NOT NULL UNIQUE,
   activity_id BIGINT NOT NULL REFERENCES activity (id),
   prize_id    BIGINT NOT NULL REFERENCES prize (id),
@@ -265,7 +265,7 @@ CREATE TABLE list_batch (
 );
 
 CREATE TABLE list_item (
-  id          INTEGER PRIMARY KEY,
+  id          {{pk}},
   batch_id    BIGINT NOT NULL REFERENCES list_batch (id),
   user_id     TEXT NOT NULL,
   line        BIGINT,
@@ -278,7 +278,7 @@ CREATE TABLE list_item (
 CREATE INDEX list_item_batch_state ON list_item (batch_id, state, id);
 
 CREATE TABLE reconcile_run (
-  id          INTEGER PRIMARY KEY,
+  id          {{pk}},
   checks      TEXT NOT NULL,
   state       TEXT NOT NULL,
   diff_count  BIGINT NOT NULL DEFAULT 0,
@@ -288,7 +288,7 @@ CREATE TABLE reconcile_run (
 );
 
 CREATE TABLE reconcile_diff (
-  id         INTEGER PRIMARY KEY,
+  id         {{pk}},
   run_id     BIGINT NOT NULL REFERENCES reconcile_run (id),
   check_name TEXT NOT NULL,
   entity     TEXT NOT NULL,
@@ -309,7 +309,7 @@ CREATE TABLE job_lock (
 );
 
 CREATE TABLE job_run (
-  id          INTEGER PRIMARY KEY,
+  id          {{pk}},
   job         TEXT NOT NULL,
   holder      TEXT NOT NULL,
   state       TEXT NOT NULL,
@@ -322,7 +322,7 @@ CREATE INDEX job_run_job_started ON job_run (job, started_at);
 
 -- who did what: every mutating operator action
 CREATE TABLE audit (
-  id         INTEGER PRIMARY KEY,
+  id         {{pk}},
   operator   TEXT NOT NULL,
   action     TEXT NOT NULL,
   entity     TEXT NOT NULL,
@@ -334,7 +334,7 @@ CREATE INDEX audit_entity ON audit (entity, entity_key, id);
 
 -- batched imports commit under an import id so that a rerun resumes where it stopped
 CREATE TABLE import_run (
-  id             INTEGER PRIMARY KEY,
+  id             {{pk}},
   import_id      TEXT NOT NULL UNIQUE,
   activity_id    BIGINT NOT NULL REFERENCES activity (id),
   file_sha256    TEXT NOT NULL,
