@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/formats.hpp"
 #include "core/activity/activity.hpp"
 #include "core/activity/read.hpp"
 
@@ -179,7 +180,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   show->add_option("code", opt.code, "Activity code")->required();
   on(show, ctx, [](Ctx& c) {
     auto st = c.open_store();
-    auto j = rc::activity::show(*st, opt.code);
+    auto j = activity_summary_json(rc::activity::show(*st, opt.code));
     c.out.record(j);
     if (!c.out.json_mode()) {
       c.out.text("");
@@ -202,9 +203,11 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     auto st = c.open_store();
     std::optional<std::string> s;
     if (!opt.state.empty()) s = opt.state;
+    std::vector<json> rows;
+    for (auto& a : rc::activity::list(*st, s)) rows.push_back(activity_list_json(a));
     c.out.rows({{"code", "CODE"}, {"kind", "KIND"}, {"state", "STATE"}, {"start", "START"}, {"end", "END"},
                 {"name", "NAME"}},
-               rc::activity::list(*st, s), "activity");
+               rows, "activity");
     return Exit::ok;
   });
 
@@ -212,8 +215,10 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   history->add_option("code", opt.code, "Activity code")->required();
   on(history, ctx, [](Ctx& c) {
     auto st = c.open_store();
-    c.out.rows({{"at", "AT"}, {"source", "SOURCE"}, {"actor", "ACTOR"}, {"what", "WHAT"}, {"detail", "DETAIL"}},
-               rc::activity::history(*st, opt.code), "event");
+    std::vector<json> rows;
+    for (auto& e : rc::activity::history(*st, opt.code)) rows.push_back(history_json(e));
+    c.out.rows({{"at", "AT"}, {"source", "SOURCE"}, {"actor", "ACTOR"}, {"what", "WHAT"}, {"detail", "DETAIL"}}, rows,
+               "event");
     return Exit::ok;
   });
 }

@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/context.hpp"
+#include "cli/engine_setup.hpp"
+#include "cli/formats.hpp"
+#include "core/engine/completion.hpp"
 #include "core/engine/engine.hpp"
+#include "core/engine/ledger.hpp"
+#include "core/engine/reversal.hpp"
 
 namespace rc::cli {
-
-engine::EngineOptions engine_options(Ctx& ctx);
-json grant_json(const engine::GrantView& g);
 
 namespace {
 
@@ -149,10 +151,10 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   bal->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
-      auto r = st->query("SELECT asset, balance, updated_at FROM ledger_account WHERE user_id = $1 ORDER BY asset", {opt.user});
+      auto balances = store::transact(*st, store::TxMode::read,
+                                      [](store::Tx& tx) { return engine::ledger_balances(tx, opt.user); });
       std::vector<json> rows;
-      for (auto& x : r.rows)
-        rows.push_back({{"user", opt.user}, {"asset", x.str(0)}, {"balance", x.i64(1)}, {"updated_at", format_utc(x.i64(2))}});
+      for (auto& b : balances) rows.push_back(ledger_balance_json(opt.user, b));
       ctx.out.rows({{"asset", "ASSET"}, {"balance", "BALANCE"}, {"updated_at", "UPDATED"}}, rows, "balance");
       return Exit::ok;
     };
@@ -162,12 +164,10 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   ent->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
-      auto r = st->query(
-          "SELECT bill_no, kind, asset, amount, created_at FROM ledger_entry WHERE user_id = $1 ORDER BY id", {opt.user});
+      auto entries = store::transact(*st, store::TxMode::read,
+                                     [](store::Tx& tx) { return engine::ledger_entries(tx, opt.user); });
       std::vector<json> rows;
-      for (auto& x : r.rows)
-        rows.push_back({{"user", opt.user}, {"bill_no", x.str(0)}, {"kind", x.str(1)}, {"asset", x.str(2)},
-                        {"amount", x.i64(3)}, {"at", format_utc(x.i64(4))}});
+      for (auto& e : entries) rows.push_back(ledger_entry_json(opt.user, e));
       ctx.out.rows({{"at", "AT"}, {"kind", "KIND"}, {"asset", "ASSET"}, {"amount", "AMOUNT"}, {"bill_no", "BILL"}}, rows,
                    "entry");
       return Exit::ok;

@@ -30,6 +30,8 @@ struct Ctx {
   Millis now() const { return clock->now_ms(); }
 };
 
+// Every command group, in the order --help lists them (register.cpp).
+void register_all(CLI::App& app, Ctx& ctx);
 // Each command group registers its subcommands; the callback only records ctx.action.
 void register_db(CLI::App& app, Ctx& ctx);
 void register_help(CLI::App& app, Ctx& ctx);

@@ -1,8 +1,7 @@
 // Builds the engine's options from the settings: the actor and the configured channels.
-#include <cstdlib>
+#include "cli/engine_setup.hpp"
 
-#include "cli/context.hpp"
-#include "core/engine/engine.hpp"
+#include <cstdlib>
 
 namespace rc::cli {
 
@@ -12,29 +11,6 @@ engine::EngineOptions engine_options(Ctx& ctx) {
   o.channels = delivery::parse_channels(ctx.settings);
   o.getenv = [](const char* n) { return std::getenv(n); };
   return o;
-}
-
-json grant_json(const engine::GrantView& g) {
-  json j{{"record_code", g.record_code},
-         {"biz_id", g.biz_id},
-         {"activity", g.activity},
-         {"user", g.user},
-         {"prize", g.prize},
-         {"item", g.item},
-         {"item_kind", g.item_kind},
-         {"amount", g.amount},
-         {"cost_cents", g.cost_cents},
-         {"state", g.state},
-         {"channel", g.channel},
-         {"bill_no", g.bill_no ? json(*g.bill_no) : json(nullptr)},
-         {"created_at", format_utc(g.created_at)},
-         {"updated_at", format_utc(g.updated_at)}};
-  if (g.degraded_from) j["degraded_from"] = *g.degraded_from;
-  if (g.draw_value) j["draw_value"] = *g.draw_value;
-  if (g.pool_version) j["pool_version"] = *g.pool_version;
-  if (g.source) j["source"] = *g.source;
-  if (g.reason) j["reason"] = *g.reason;
-  return j;
 }
 
 }  // namespace rc::cli

@@ -1,10 +1,11 @@
-// Logs go to stderr (results own stdout) and, with --log-file, also to a file.
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "cli/context.hpp"
+#include "cli/logging.hpp"
+
+#include "core/error.hpp"
 
 namespace rc::cli {
 

@@ -7,13 +7,8 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/logging.hpp"
 #include "core/interrupt.hpp"
-
-namespace rc::cli {
-void setup_logging(const Settings& s);
-void setup_early_logging();
-void register_all(CLI::App& app, Ctx& ctx);
-}  // namespace rc::cli
 
 int main(int argc, char** argv) {
   using namespace rc;

@@ -9,9 +9,10 @@
 #include <string>
 
 #include "core/clock.hpp"
-#include "core/csv_reader.hpp"
 #include "core/store/store.hpp"
 #include "jobs/import_rows.hpp"
+#include "jobs/rejects_writer.hpp"
+#include "util/csv_reader.hpp"
 
 namespace rc::jobs::import {
 

@@ -21,6 +21,8 @@
 
 #include <chrono>
 
+#include "util/bloom.hpp"
+
 namespace rc::jobs::import {
 namespace {
 
@@ -274,7 +276,7 @@ class PgLoader : public Loader {
   RunIds ids_;
   RejectsWriter& rejects_;
   bool across_;
-  Bloom bloom_;
+  util::Bloom bloom_;
   store::Tx* tx_ = nullptr;
   std::unique_ptr<store::BulkWriter> bulk_;
   std::vector<std::optional<std::string>> cells_;

@@ -9,9 +9,11 @@
 
 #include <chrono>
 
+#include "core/activity/activity.hpp"
 #include "core/audit.hpp"
-#include "core/hash.hpp"
 #include "core/interrupt.hpp"
+#include "jobs/input.hpp"
+#include "util/hash.hpp"
 
 namespace rc::jobs {
 
@@ -63,7 +65,7 @@ class ImportRun {
   ImportResult run() {
     auto t0 = std::chrono::steady_clock::now();
     in_ = import::open_input(o_.file);
-    activity_id_ = import::find_activity(s_, o_.activity);
+    activity_id_ = activity::id_of(s_, o_.activity);
     in_->reader->set_tap([this](const char* p, size_t n) {
       if (!prehashed_) hash_.update(p, n);
     });
@@ -72,7 +74,7 @@ class ImportRun {
     const bool batched = o_.batch_size > 0;
     commit_each_ = batched && !o_.dry_run;
     if (batched && in_->reader->rewindable()) {
-      sha_ = import::sha256_fd(in_->fd, in_->reader->start_offset(), o_.file);
+      sha_ = sha256_fd(in_->fd, in_->reader->start_offset(), o_.file);
       prehashed_ = true;
       resume_ = find_running(s_, activity_id_, sha_, source_);
     }
@@ -255,7 +257,7 @@ class ImportRun {
   Millis now_;
   std::unique_ptr<import::Input> in_;
   import::Header h_;
-  import::Sha256 hash_;
+  Sha256 hash_;
   std::string sha_, source_;
   bool prehashed_ = false, commit_each_ = false, eof_ = false, over_ = false;
   Resume resume_;

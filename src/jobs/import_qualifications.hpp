@@ -15,6 +15,7 @@
 #include "core/store/store.hpp"
 #include "jobs/import_load.hpp"
 #include "jobs/import_rows.hpp"
+#include "jobs/reject_limit.hpp"
 #include "jobs/progress.hpp"
 
 namespace rc::jobs {

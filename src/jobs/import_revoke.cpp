@@ -7,9 +7,11 @@
 
 #include <chrono>
 
+#include "core/activity/activity.hpp"
 #include "core/audit.hpp"
 #include "core/interrupt.hpp"
 #include "jobs/import_qualifications.hpp"
+#include "jobs/input.hpp"
 
 namespace rc::jobs {
 
@@ -78,7 +80,7 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
   auto t0 = std::chrono::steady_clock::now();
   const Millis now = clock.now_ms();
   auto in = import::open_input(o.file);
-  const int64_t activity_id = import::find_activity(s, o.activity);
+  const int64_t activity_id = activity::id_of(s, o.activity);
   auto& rd = *in->reader;
   import::Header h = import::read_header(rd);
   std::string header_text;
@@ -181,7 +183,7 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
 
 std::optional<Qualification> find_qualification(store::Store& s, const std::string& activity,
                                                 const std::string& user) {
-  const int64_t id = import::find_activity(s, activity);
+  const int64_t id = activity::id_of(s, activity);
   auto r = s.query(
       "SELECT user_id, status, source, import_id, ext, import_line, expires_at, created_at, updated_at "
       "FROM qualification WHERE activity_id = $1 AND user_id = $2",
@@ -204,7 +206,7 @@ std::optional<Qualification> find_qualification(store::Store& s, const std::stri
 int64_t count_qualifications(store::Store& s, const std::string& activity, const std::optional<std::string>& status) {
   if (status && *status != "unused" && *status != "used" && *status != "revoked" && *status != "expired")
     throw Error(Exit::usage, "--status must be unused, used, revoked or expired, not '" + *status + "'");
-  const int64_t id = import::find_activity(s, activity);
+  const int64_t id = activity::id_of(s, activity);
   if (status)
     return s.query("SELECT count(*) FROM qualification WHERE activity_id = $1 AND status = $2", {id, *status})[0].i64(0);
   return s.query("SELECT count(*) FROM qualification WHERE activity_id = $1", {id})[0].i64(0);

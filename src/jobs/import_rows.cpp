@@ -1,13 +1,8 @@
 #include "jobs/import_rows.hpp"
 
-#include <fcntl.h>
-#include <openssl/evp.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -17,28 +12,6 @@ namespace rc::jobs::import {
 namespace {
 
 bool ignored_column(const std::string& n) { return n == "_line" || n == "_error"; }
-
-void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  out += '"';
-}
 
 // Length of a trimmable space at the start (front) or end of s[b, e), 0 when none.
 size_t space_at(const std::string& s, size_t b, size_t e, bool front) {
@@ -127,14 +100,10 @@ std::string check_row(const Header& h, const csv::Record& rec, std::string& user
   if (!why.empty()) return why;
   ext.clear();
   if (!h.ext_cols.empty()) {
-    ext += '{';
-    for (size_t k = 0; k < h.ext_cols.size(); ++k) {
-      if (k) ext += ',';
-      json_string(ext, h.names[h.ext_cols[k]]);
-      ext += ':';
-      json_string(ext, rec.fields[h.ext_cols[k]]);
-    }
-    ext += '}';
+    // In column order; every field was checked to be valid UTF-8 above, so dump() cannot throw.
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (size_t c : h.ext_cols) j[h.names[c]] = rec.fields[c];
+    ext = j.dump();
   }
   return "";
 }
@@ -153,207 +122,6 @@ std::string reject_text(const Header& h, const csv::Record& rec) {
     if (i < rec.fields.size()) csv::append_field(out, rec.fields[i]);
   }
   return out;
-}
-
-RejectLimit RejectLimit::parse(const std::string& s) {
-  RejectLimit l;
-  auto bad = [&] {
-    return Error(Exit::usage, "--max-rejects must be a count (10) or a percentage of the rows read (0.5%), not '" + s + "'");
-  };
-  if (s.empty()) throw bad();
-  if (s.back() == '%') {
-    std::string num = s.substr(0, s.size() - 1);
-    char* end = nullptr;
-    double p = std::strtod(num.c_str(), &end);
-    if (num.empty() || *end || !(p >= 0 && p <= 100)) throw bad();
-    l.percent = p;
-    return l;
-  }
-  for (char c : s)
-    if (c < '0' || c > '9') throw bad();
-  if (s.size() > 18) throw bad();
-  l.count = std::stoll(s);
-  return l;
-}
-
-bool RejectLimit::over(int64_t rejected, int64_t read) const {
-  if (percent < 0) return rejected > count;
-  return double(rejected) * 100.0 > percent * double(read) + 1e-9;
-}
-
-std::string RejectLimit::text() const {
-  if (percent < 0) return std::to_string(count);
-  char buf[32];
-  snprintf(buf, sizeof buf, "%g%%", percent);
-  return buf;
-}
-
-RejectsWriter::RejectsWriter(std::string path, std::string header_text, bool enabled)
-    : path_(std::move(path)), header_(std::move(header_text)), enabled_(enabled) {}
-
-RejectsWriter::~RejectsWriter() {
-  if (f_) fclose(f_);
-}
-
-void RejectsWriter::open() {
-  f_ = fopen(path_.c_str(), "w");
-  if (!f_) throw Error(Exit::no_input, "cannot write the rejects file " + path_ + ": " + strerror(errno));
-  fputs((header_ + ",_line,_error\n").c_str(), f_);
-}
-
-void RejectsWriter::add(int64_t line, const std::string& text, const std::string& error) {
-  ++written_;
-  if (!enabled_) return;
-  if (!f_) open();
-  std::string row = text;
-  row += ',';
-  row += std::to_string(line);
-  row += ',';
-  csv::append_field(row, error);
-  row += '\n';
-  if (fwrite(row.data(), 1, row.size(), f_) != row.size())
-    throw Error(Exit::no_input, "cannot write the rejects file " + path_ + ": " + strerror(errno));
-}
-
-uint64_t RejectsWriter::flush() {
-  if (!f_) return 0;
-  if (fflush(f_) != 0) throw Error(Exit::no_input, "cannot write the rejects file " + path_ + ": " + strerror(errno));
-  return uint64_t(ftell(f_));
-}
-
-void RejectsWriter::truncate_to(uint64_t length) {
-  if (!f_) return;
-  fflush(f_);
-  if (length == 0) {
-    fclose(f_);
-    f_ = nullptr;
-    unlink(path_.c_str());
-    written_ = 0;
-    return;
-  }
-  if (ftruncate(fileno(f_), off_t(length)) != 0 || fseek(f_, long(length), SEEK_SET) != 0)
-    throw Error(Exit::no_input, "cannot truncate the rejects file " + path_ + ": " + strerror(errno));
-}
-
-bool RejectsWriter::resume(uint64_t length) {
-  if (!enabled_ || length == 0) return true;
-  f_ = fopen(path_.c_str(), "r+");
-  if (!f_) {
-    open();
-    return false;
-  }
-  struct stat sb;
-  bool whole = fstat(fileno(f_), &sb) == 0 && uint64_t(sb.st_size) >= length;
-  if (whole) truncate_to(length);
-  else fseek(f_, 0, SEEK_END);
-  written_ = 1;
-  return whole;
-}
-
-void RejectsWriter::remove_stale() {
-  if (!enabled_ || written_ > 0 || f_) return;
-  std::ifstream in(path_);
-  std::string first;
-  if (!in || !std::getline(in, first)) return;
-  const std::string tail = ",_line,_error";
-  if (first.size() >= tail.size() && first.compare(first.size() - tail.size(), tail.size(), tail) == 0)
-    unlink(path_.c_str());
-}
-
-Bloom::Bloom(uint64_t expected_items) {
-  uint64_t want = expected_items * 10, bits = uint64_t(8) << 20;  // 10 bits an item: ~1% false positives
-  while (bits < want && bits < (uint64_t(256) << 20)) bits <<= 1;
-  mask_ = bits - 1;
-  // calloc: fresh zero pages from the kernel, resident only once touched
-  bits_ = static_cast<uint64_t*>(calloc(bits / 64, sizeof(uint64_t)));
-  if (!bits_) throw Error(Exit::internal, "out of memory for the duplicate filter");
-}
-
-Bloom::~Bloom() { free(bits_); }
-
-bool Bloom::test_and_add(const std::string& key) {
-  uint64_t h = std::hash<std::string_view>{}(key);
-  uint64_t h2 = h * 0x9E3779B97F4A7C15ull;
-  h2 ^= h2 >> 29;
-  h2 |= 1;
-  bool seen = true;
-  for (int i = 0; i < 7; ++i) {
-    uint64_t b = (h + uint64_t(i) * h2) & mask_;
-    uint64_t bit = uint64_t(1) << (b & 63);
-    uint64_t& w = bits_[b >> 6];
-    if (!(w & bit)) {
-      seen = false;
-      w |= bit;
-    }
-  }
-  return seen;
-}
-
-Input::~Input() {
-  if (owned && fd >= 0) close(fd);
-}
-
-std::unique_ptr<Input> open_input(const std::string& file) {
-  auto in = std::make_unique<Input>();
-  in->file = file;
-  if (file == "-") {
-    in->fd = STDIN_FILENO;
-  } else {
-    in->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in->fd < 0) throw Error(Exit::no_input, "cannot open " + file + ": " + strerror(errno));
-    in->owned = true;
-  }
-  struct stat sb;
-  if (fstat(in->fd, &sb) == 0) {
-    if (S_ISDIR(sb.st_mode)) throw Error(Exit::no_input, "cannot read " + file + ": it is a directory");
-    if (S_ISREG(sb.st_mode)) in->size = uint64_t(sb.st_size);
-  }
-  in->reader = std::make_unique<csv::Reader>(in->fd, file);
-  return in;
-}
-
-std::string default_rejects_path(const std::string& file) {
-  return file == "-" ? "stdin.rejects.csv" : file + ".rejects.csv";
-}
-
-int64_t find_activity(store::Store& s, const std::string& code) {
-  auto r = s.query("SELECT id FROM activity WHERE code = $1", {code});
-  if (r.empty()) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
-  return r[0].i64(0);
-}
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { reset(); }
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-void Sha256::reset() { EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr); }
-void Sha256::update(const char* p, size_t n) { EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), p, n); }
-std::string Sha256::hex() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_MD_CTX* copy = EVP_MD_CTX_new();
-  EVP_MD_CTX_copy_ex(copy, static_cast<EVP_MD_CTX*>(ctx_));
-  EVP_DigestFinal_ex(copy, md, &n);
-  EVP_MD_CTX_free(copy);
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; ++i) {
-    out += d[md[i] >> 4];
-    out += d[md[i] & 15];
-  }
-  return out;
-}
-
-std::string sha256_fd(int fd, uint64_t from, const std::string& name) {
-  Sha256 h;
-  std::vector<char> buf(1 << 20);
-  for (off_t off = off_t(from);;) {
-    ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(Exit::no_input, "cannot read " + name + ": " + strerror(errno));
-    if (n == 0) break;
-    h.update(buf.data(), size_t(n));
-    off += n;
-  }
-  return h.hex();
 }
 
 }  // namespace rc::jobs::import

@@ -1,4 +1,4 @@
-// libFuzzer target for core/csv_reader: any byte string must either parse into records whose
+// libFuzzer target for util/csv_reader: any byte string must either parse into records whose
 // physical lines make sense, or fail with a StructuralError — never crash, hang, leak or exceed its
 // memory limits. Fields written back with append_field must read back identically.
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/csv_reader.hpp"
+#include "util/csv_reader.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "core/csv_reader.hpp"
+#include "util/csv_reader.hpp"
 #include "support/harness.hpp"
 
 using nlohmann::json;

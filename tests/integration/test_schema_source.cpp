@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 #include "support/harness.hpp"
 
 using nlohmann::json;

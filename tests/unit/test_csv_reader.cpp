@@ -1,4 +1,4 @@
-// core/csv_reader: records, physical line numbers, malformed records and structural errors.
+// util/csv_reader: records, physical line numbers, malformed records and structural errors.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/csv_reader.hpp"
+#include "util/csv_reader.hpp"
 
 using rc::csv::Reader;
 using rc::csv::Record;

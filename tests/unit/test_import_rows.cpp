@@ -9,8 +9,12 @@
 
 #include "core/error.hpp"
 #include "jobs/import_rows.hpp"
+#include "jobs/reject_limit.hpp"
+#include "jobs/rejects_writer.hpp"
+#include "util/bloom.hpp"
 
 using namespace rc::jobs::import;
+using rc::util::Bloom;
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "core/config.hpp"
 #include "core/delivery/channel.hpp"
 #include "core/error.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 using namespace rc;
 using namespace rc::delivery;

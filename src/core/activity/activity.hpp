@@ -30,6 +30,10 @@ std::optional<ActivityRow> find(store::Session& s, const std::string& code);
 // Throws Error(data) "no activity CODE" when missing.
 ActivityRow get(store::Session& s, const std::string& code);
 
+// The activity's id, read on its own (autocommit, retried like Store::query). Throws Error(data)
+// "no activity 'CODE' (see rewardctl activity list)" when missing.
+int64_t id_of(store::Store& st, const std::string& code);
+
 bool is_final(const std::string& state);  // ended, offline, rejected
 
 struct Actor {

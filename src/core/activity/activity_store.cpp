@@ -6,7 +6,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/audit.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 namespace rc::activity {
 
@@ -50,6 +50,12 @@ ActivityRow get(Session& s, const std::string& code) {
   auto a = find(s, code);
   if (!a) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
   return *a;
+}
+
+int64_t id_of(store::Store& st, const std::string& code) {
+  auto r = st.query("SELECT id FROM activity WHERE code = $1", {code});
+  if (r.empty()) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
+  return r[0].i64(0);
 }
 
 bool is_final(const std::string& state) { return state == "ended" || state == "offline" || state == "rejected"; }

@@ -11,55 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "util/checked_math.hpp"
+#include "util/text_distance.hpp"
+
 namespace rc::activity {
 
-// ---------------------------------------------------------------- small helpers (also used by lint.cpp)
-namespace detail {
-
-// Optimal string alignment distance (a transposition counts 1: "wieght" is 1 away from "weight").
-int edit_distance(const std::string& a, const std::string& b) {
-  size_t n = a.size(), m = b.size();
-  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = int(i);
-  for (size_t j = 0; j <= m; ++j) d[0][j] = int(j);
-  for (size_t i = 1; i <= n; ++i)
-    for (size_t j = 1; j <= m; ++j) {
-      int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[n][m];
-}
-
-// The candidate within edit distance 2 (and shorter than the word itself), or "".
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  int best_d = 3;
-  for (auto& c : candidates) {
-    int d = edit_distance(word, c);
-    if (d < best_d && d < int(word.size())) {
-      best = c;
-      best_d = d;
-    }
-  }
-  return best;
-}
-
-int64_t sat_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) return ((a < 0) != (b < 0)) ? INT64_MIN : INT64_MAX;
-  return r;
-}
-
-int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b < 0 ? INT64_MIN : INT64_MAX;
-  return r;
-}
-
-}  // namespace detail
-
-using detail::did_you_mean;
+using util::did_you_mean;
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -112,7 +69,7 @@ const PrizeDef* Definition::prize(const std::string& code) const {
 int64_t Definition::max_cost_cents(const PrizeDef& p) const {
   const ItemDef* i = item(p.item);
   if (!i) return 0;
-  return detail::sat_mul(std::max(p.amount, p.amount_max.value_or(p.amount)), i->unit_cost_cents);
+  return util::sat_mul(std::max(p.amount, p.amount_max.value_or(p.amount)), i->unit_cost_cents);
 }
 
 // ---------------------------------------------------------------- the parser

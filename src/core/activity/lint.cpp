@@ -17,20 +17,16 @@
 #include <map>
 
 #include "core/activity/definition.hpp"
+#include "util/checked_math.hpp"
+#include "util/text_distance.hpp"
 
 namespace rc::activity {
 
-namespace detail {  // defined in definition.cpp
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
-int64_t sat_mul(int64_t a, int64_t b);
-int64_t sat_add(int64_t a, int64_t b);
-}  // namespace detail
-
 namespace {
 
-using detail::did_you_mean;
-using detail::sat_add;
-using detail::sat_mul;
+using util::did_you_mean;
+using util::sat_add;
+using util::sat_mul;
 
 // 12345 -> "123.45 yuan (12345 cents)"
 std::string money(int64_t cents) {

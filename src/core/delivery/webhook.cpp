@@ -15,7 +15,7 @@
 
 #include "core/delivery/channel.hpp"
 #include "core/error.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 namespace rc::delivery {
 

@@ -1,8 +1,8 @@
+#include "core/engine/catalog.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include "core/activity/definition.hpp"
-#include "core/engine/internal.hpp"
-#include "core/hash.hpp"
 
 namespace rc::engine {
 
@@ -10,19 +10,6 @@ const PrizeInfo* ActivityCatalog::prize(const std::string& code) const {
   for (auto& p : prizes)
     if (p.code == code) return &p;
   return nullptr;
-}
-
-std::string scope_activity(int64_t id) { return "a:" + std::to_string(id); }
-std::string scope_prize(int64_t id) { return "p:" + std::to_string(id); }
-std::string scope_draws(int64_t id) { return "d:" + std::to_string(id); }
-
-int64_t preferred_bucket(const std::string& user, int64_t buckets) {
-  return buckets <= 1 ? 0 : int64_t(stable_hash(user) % uint64_t(buckets));
-}
-
-std::string ledger_asset(const std::string& item_kind, const std::string& item_code) {
-  if (item_kind == "cash" || item_kind == "points") return item_kind;
-  return item_kind + ":" + item_code;
 }
 
 std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t activity_id) {
@@ -82,69 +69,6 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
     }
   }
   return c;
-}
-
-const char* kGrantSelect =
-    "SELECT g.id, g.record_code, g.biz_id, a.code, p.code, g.user_id, g.state, i.code, i.kind, g.channel, g.amount, "
-    "g.cost_cents, g.bill_no, dp.code, g.source, g.reason, g.draw_value, g.pool_version, g.bucket, g.created_at, "
-    "g.updated_at FROM grants g JOIN activity a ON a.id = g.activity_id LEFT JOIN prize p ON p.id = g.prize_id "
-    "LEFT JOIN item i ON i.id = p.item_id LEFT JOIN prize dp ON dp.id = g.degraded_from ";
-
-GrantView to_view(const store::Row& r) {
-  GrantView g;
-  g.id = r.i64(0);
-  g.record_code = r.str(1);
-  g.biz_id = r.str(2);
-  g.activity = r.str(3);
-  g.prize = r.str_or(4, "");
-  g.user = r.str(5);
-  g.state = r.str(6);
-  g.item = r.str_or(7, "");
-  g.item_kind = r.str_or(8, "");
-  g.channel = r.str_or(9, "");
-  g.amount = r.i64(10);
-  g.cost_cents = r.i64(11);
-  g.bill_no = r.opt_str(12);
-  g.degraded_from = r.opt_str(13);
-  g.source = r.opt_str(14);
-  g.reason = r.opt_str(15);
-  g.draw_value = r.opt_i64(16);
-  g.pool_version = r.opt_i64(17);
-  g.bucket = r.opt_i64(18);
-  g.created_at = r.i64(19);
-  g.updated_at = r.i64(20);
-  return g;
-}
-
-std::optional<GrantView> find_grant(store::Session& s, const std::string& record_code) {
-  auto r = s.query(std::string(kGrantSelect) + "WHERE g.record_code = $1", {record_code});
-  if (r.empty()) return std::nullopt;
-  return to_view(r[0]);
-}
-
-std::optional<GrantView> find_grant_by_biz(store::Session& s, const std::string& biz_id) {
-  auto r = s.query(std::string(kGrantSelect) + "WHERE g.biz_id = $1", {biz_id});
-  if (r.empty()) return std::nullopt;
-  return to_view(r[0]);
-}
-
-std::vector<GrantView> grants_of_user(store::Session& s, const std::string& user,
-                                      const std::optional<std::string>& activity) {
-  auto r = activity ? s.query(std::string(kGrantSelect) + "WHERE g.user_id = $1 AND a.code = $2 ORDER BY g.id",
-                              {user, *activity})
-                    : s.query(std::string(kGrantSelect) + "WHERE g.user_id = $1 ORDER BY g.id", {user});
-  std::vector<GrantView> out;
-  for (auto& row : r.rows) out.push_back(to_view(row));
-  return out;
-}
-
-const char* status_name(Status s) {
-  switch (s) {
-    case Status::granted: return "granted";
-    case Status::replayed: return "replayed";
-    case Status::rejected: return "rejected";
-  }
-  return "?";
 }
 
 }  // namespace rc::engine

@@ -7,94 +7,32 @@
 #include <spdlog/spdlog.h>
 
 #include "core/audit.hpp"
-#include "core/engine/internal.hpp"
-#include "core/hash.hpp"
+#include "core/engine/bill.hpp"
+#include "core/engine/engine.hpp"
+#include "core/engine/ledger.hpp"
+#include "core/engine/resend.hpp"
 
 namespace rc::engine {
-
-namespace {
-
-struct Target {
-  int64_t id;
-  std::string state, user, item, item_kind, channel, record_code;
-  int64_t amount;
-  std::optional<std::string> bill_no;
-};
-
-std::optional<Target> load(store::Session& s, int64_t grant_id) {
-  auto r = s.query(
-      "SELECT g.id, g.state, g.user_id, i.code, i.kind, g.channel, g.record_code, g.amount, g.bill_no "
-      "FROM grants g JOIN prize p ON p.id = g.prize_id JOIN item i ON i.id = p.item_id WHERE g.id = $1",
-      {grant_id});
-  if (r.empty()) return std::nullopt;
-  const auto& x = r[0];
-  return Target{x.i64(0), x.str(1), x.str(2), x.str(3), x.str(4), x.str_or(5, ""), x.str(6), x.i64(7), x.opt_str(8)};
-}
-
-// Persists a new bill (or counts another attempt on the existing one) for a grant now in issuing.
-// A bill number, once set on a grant, is never replaced.
-std::string open_bill(store::Session& s, const Target& t, Millis now) {
-  if (t.bill_no) {
-    s.exec("UPDATE delivery_bill SET attempts = attempts + 1, state = 'sending', updated_at = $2 WHERE bill_no = $1",
-           {*t.bill_no, now});
-    return *t.bill_no;
-  }
-  std::string bill = new_id("B", now);
-  s.exec(
-      "INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, created_at, updated_at) "
-      "VALUES ($1, $2, $3, $4, 'sending', 1, $5, $5)",
-      {bill, t.id, t.channel, t.amount, now});
-  if (s.exec("UPDATE grants SET bill_no = $1 WHERE id = $2 AND bill_no IS NULL", {bill, t.id}) != 1)
-    throw Error(Exit::temp_fail, "grant " + t.record_code + " got a bill number concurrently: try again");
-  return bill;
-}
-
-void close_bill(store::Session& s, const std::string& bill, const std::string& state, const std::string& code,
-                const std::string& msg, Millis now) {
-  s.exec("UPDATE delivery_bill SET state = $2, last_code = $3, last_message = $4, updated_at = $5 WHERE bill_no = $1",
-         {bill, state, code, msg, now});
-}
-
-void ensure_resend(store::Session& s, const Target& t, const std::string& bill, Millis due, Millis expires,
-                   const std::string& actor, Millis now) {
-  auto r = s.query(
-      "INSERT INTO resend_bill (user_id, grant_id, bill_no, state, attempts, next_attempt_at, expires_at, created_at, "
-      "updated_at) VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $6) ON CONFLICT (user_id, grant_id) DO NOTHING "
-      "RETURNING id",
-      {t.user, t.id, bill, due, expires, now});
-  if (!r.empty())
-    log_status(s, {"resend_bill", r[0].i64(0), std::nullopt, "pending", actor, "bill " + bill, std::nullopt}, now);
-}
-
-void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, const std::string& actor,
-                   const std::string& why, Millis now) {
-  auto r = s.query("SELECT id FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {grant_id});
-  for (auto& row : r.rows) transition(s, "resend_bill", "resend_bill", row.i64(0), "pending", to, actor, why, now);
-}
-
-}  // namespace
 
 DeliveryOutcome Engine::deliver(int64_t grant_id) {
   DeliveryOutcome out;
   const Millis now = clock_.now_ms();
   const std::string& actor = opts_.actor;
-  std::optional<Target> tgt;
+  std::optional<DeliveryTarget> tgt;
   std::string bill;
   std::string type;
   int timeout_ms = 0;
   // Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
   st_.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = DeliveryOutcome{};
-    tgt = load(tx, grant_id);
+    tgt = load_delivery_target(tx, grant_id);
     if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
     out.state = tgt->state;
     std::string from = tgt->state;
     if (from == "issuing") {
       // A delivery that recorded no outcome before its resend fell due crashed or hung past its
       // timeout: take it over (issuing -> delayed_resend -> issuing), with the same bill number.
-      auto due = tx.query("SELECT 1 FROM resend_bill WHERE grant_id = $1 AND state = 'pending' AND next_attempt_at <= $2",
-                          {tgt->id, now});
-      if (due.empty() || !transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor,
+      if (!resend_due(tx, tgt->id, now) || !transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor,
                                      "no outcome recorded before the resend fell due", now)) {
         tx.rollback_only();
         return;
@@ -118,18 +56,9 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
     out.delivered_now = true;
     out.state = "issuing";
     if (type == "ledger") {
-      // Idempotent by bill number: the unique (bill_no, kind) key makes a second credit impossible.
+      // Idempotent by bill number (see ledger.hpp).
       std::string asset = ledger_asset(tgt->item_kind, tgt->item);
-      int64_t n = tx.exec(
-          "INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'credit', $2, $3, $4, $5) "
-          "ON CONFLICT (bill_no, kind) DO NOTHING",
-          {bill, tgt->user, asset, tgt->amount, now});
-      if (n == 1)
-        tx.exec(
-            "INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, $2, $3, $4) "
-            "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
-            "updated_at = excluded.updated_at",
-            {tgt->user, asset, tgt->amount, now});
+      ledger_credit(tx, bill, tgt->user, asset, tgt->amount, now);
       transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, "ledger credited", now);
       close_bill(tx, bill, "success", "0", "credited " + asset, now);
       finish_resend(tx, tgt->id, "done", actor, "ledger credited", now);
@@ -182,7 +111,7 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
     if (!moved) {
       // Someone took the delivery over in the meantime: their outcome stands.
       tx.rollback_only();
-      auto now_state = load(tx, tgt->id);
+      auto now_state = load_delivery_target(tx, tgt->id);
       out.state = now_state ? now_state->state : "";
       return;
     }
@@ -197,13 +126,7 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
       // retryable or unknown: the same bill number later, with exponential backoff (60 s doubling
       // to 1 h from the first delay)
       close_bill(tx, bill, delivery::outcome_name(res.outcome), res.code, res.message, done);
-      auto a = tx.query("SELECT attempts FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {tgt->id});
-      int64_t attempts = a.empty() ? 0 : a[0].i64(0);
-      int64_t delay = std::min<int64_t>(opts_.resend_first_delay_ms << std::min<int64_t>(attempts, 6), 3'600'000);
-      tx.exec(
-          "UPDATE resend_bill SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3, updated_at = $4 "
-          "WHERE grant_id = $1 AND state = 'pending'",
-          {tgt->id, done + delay, why, done});
+      reschedule_resend(tx, tgt->id, opts_.resend_first_delay_ms, why, done);
     }
   });
   spdlog::info("deliver record={} bill={} channel={} outcome={} code={} state={}", tgt->record_code, bill, tgt->channel,

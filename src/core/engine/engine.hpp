@@ -2,18 +2,19 @@
 // The issuance engine: one request becomes at most one grant, whatever the concurrency, retries or
 // crashes. Every caller (claim CLI, list-issue, jobs, tests, benchmarks) goes through Engine::claim.
 //
-// The common flow (DESIGN §4), in this order and for every kind:
-//   1 idempotency by biz_id (a replay returns the original grant and changes nothing)
-//   2 activity: exists, live (or gray and the user on the gray list), server time inside the window
-//   3 qualification, when the activity requires one: exists and unused -> used
-//   4 risk: blacklist, fuse
-//   5 per-user limit for the current period (a conditional counter update)
-//   6 prize selection (kinds differ only here: direct, lottery draw, redpack amount)
-//   7 grant row (init) + status log: the unique biz_id decides between concurrent twins
+// The common flow (DESIGN §4), in this order and for every kind (each rule in the file named after it):
+//   1 idempotency by biz_id (a replay returns the original grant and changes nothing)   idempotency
+//   2 activity: exists, live (or gray and the user on the gray list), time inside the window   activity_gate
+//   3 qualification, when the activity requires one: exists and unused -> used   qualification
+//   4 risk: blacklist, fuse   risk
+//   5 per-user limit for the current period (a conditional counter update)   limits
+//   6 prize selection (kinds differ only here: direct, lottery draw, redpack amount)   prize_selection
+//   7 grant row (init) + status log: the unique biz_id decides between concurrent twins   grant_row
 //   8 budget, then stock: conditional updates on the hot rows, last, so their locks are held for
-//     the shortest time
+//     the shortest time   budget, stock
 //   all of 1-8 in one transaction; then
-//   9 delivery after commit: init -> issuing with a persisted bill number, then the channel.
+//   9 delivery after commit: init -> issuing with a persisted bill number, then the channel   deliver
+// After the claim: reversal (reversal.hpp), the outbox's answer (completion.hpp), reads (grant_view.hpp).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
+#include "core/engine/grant_view.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
@@ -42,15 +44,6 @@ struct ClaimRequest {
 
 enum class Status { granted, replayed, rejected };
 const char* status_name(Status s);
-
-struct GrantView {
-  int64_t id = 0;
-  std::string record_code, biz_id, activity, prize, user, state, item, item_kind, channel;
-  int64_t amount = 0, cost_cents = 0;
-  std::optional<std::string> bill_no, degraded_from, source, reason;
-  std::optional<int64_t> draw_value, pool_version, bucket;
-  Millis created_at = 0, updated_at = 0;
-};
 
 struct ClaimOutcome {
   Status status = Status::rejected;
@@ -114,33 +107,5 @@ class Engine {
   std::map<int64_t, Millis> sold_out_;
   std::map<std::string, std::unique_ptr<Hook>> webhooks_;
 };
-
-// Reads one grant by record code (or nullopt).
-std::optional<GrantView> find_grant(store::Session& s, const std::string& record_code);
-std::optional<GrantView> find_grant_by_biz(store::Session& s, const std::string& biz_id);
-std::vector<GrantView> grants_of_user(store::Session& s, const std::string& user,
-                                      const std::optional<std::string>& activity);
-
-struct ReverseOutcome {
-  bool changed = false;
-  bool replayed = false;  // the same request id was applied before: nothing to do
-  std::string state, message;
-  std::optional<GrantView> grant;
-};
-// success -> reversed, returning stock, the limit counts and the budget, and debiting a ledger
-// credit. A repeat with the same request id does nothing (replayed). A grant delivered outside the
-// database (webhook, outbox) is reversed only when the caller asserts downstream_reversed.
-ReverseOutcome reverse(store::Store& st, const std::string& record_code, const std::string& reason,
-                       const std::optional<std::string>& request_id, const std::string& actor, Millis now,
-                       bool dry_run = false, bool downstream_reversed = false);
-
-// The external system's answer for an outbox delivery: awaiting_external -> success | failed.
-struct CompleteOutcome {
-  bool changed = false;
-  std::string state, message;
-  std::optional<GrantView> grant;
-};
-CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, const std::optional<std::string>& reason,
-                         const std::string& actor, Millis now, bool dry_run = false);
 
 }  // namespace rc::engine

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "core/error.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 namespace rc::engine {
 

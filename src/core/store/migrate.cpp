@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/embedded.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 namespace rc::store {
 namespace {

@@ -1,13 +1,18 @@
 #pragma once
-// Engine internals shared by its .cpp files.
+// The static configuration of one activity version (its kind, zone, limits, prizes, lottery pool
+// and guarantees): read once and cached per engine, reloaded when the activity's version changes.
+// Dynamic state (activity state, blocked prizes, stock, budget) is never cached: the claim reads it
+// inside its own transaction.
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.hpp"
-#include "core/engine/engine.hpp"
 #include "core/engine/lottery.hpp"
+#include "core/store/store.hpp"
 
 namespace rc::engine {
 
@@ -25,9 +30,6 @@ struct PrizeInfo {
   std::optional<int64_t> validity_days;
 };
 
-// The static configuration of one activity version: cached per engine, reloaded when the
-// activity's version changes. Dynamic state (activity state, blocked prizes, stock, budget) is
-// always read inside the claim's transaction.
 struct ActivityCatalog {
   int64_t id = 0, version = 0;
   std::string code, kind, timezone;
@@ -42,21 +44,7 @@ struct ActivityCatalog {
   const PrizeInfo* prize(const std::string& code) const;
 };
 
+// Reads the catalog of the activity's current version. Throws Error(internal) when it is gone.
 std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t activity_id);
-
-// SELECT list and FROM clause that build a GrantView (see to_view).
-extern const char* kGrantSelect;
-GrantView to_view(const store::Row& r);
-
-// Limit-counter scopes: "a:<activity id>", "p:<prize id>", "d:<activity id>" (draw count).
-std::string scope_activity(int64_t id);
-std::string scope_prize(int64_t id);
-std::string scope_draws(int64_t id);
-
-// The bucket a user prefers: spreads users over buckets, stable per user.
-int64_t preferred_bucket(const std::string& user, int64_t buckets);
-
-// Ledger asset credited for an item: cash and points are shared balances, others are per item.
-std::string ledger_asset(const std::string& item_kind, const std::string& item_code);
 
 }  // namespace rc::engine

@@ -1,11 +1,16 @@
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -71,6 +76,34 @@ uint64_t stable_hash(const std::string& s) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { reset(); }
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+void Sha256::reset() { EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr); }
+void Sha256::update(const char* p, size_t n) { EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), p, n); }
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  EVP_MD_CTX_copy_ex(copy, static_cast<EVP_MD_CTX*>(ctx_));
+  EVP_DigestFinal_ex(copy, md, &n);
+  EVP_MD_CTX_free(copy);
+  return to_hex(md, n);
+}
+
+std::string sha256_fd(int fd, uint64_t from, const std::string& name) {
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  for (off_t off = off_t(from);;) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(Exit::no_input, "cannot read " + name + ": " + strerror(errno));
+    if (n == 0) break;
+    h.update(buf.data(), size_t(n));
+    off += n;
+  }
+  return h.hex();
 }
 
 }  // namespace rc

@@ -1,4 +1,4 @@
-#include "core/csv_reader.hpp"
+#include "util/csv_reader.hpp"
 
 #include <csv.h>
 #include <errno.h>

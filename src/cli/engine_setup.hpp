@@ -1,0 +1,12 @@
+#pragma once
+// The engine as this host runs it: options built from the layered settings.
+#include "cli/context.hpp"
+#include "core/engine/engine.hpp"
+
+namespace rc::cli {
+
+// The actor (--operator), the configured [channels] (plus the built-in ledger and outbox) and the
+// environment for channel secrets. Throws Error(config) for a bad [channels] table.
+engine::EngineOptions engine_options(Ctx& ctx);
+
+}  // namespace rc::cli

@@ -1,0 +1,116 @@
+#include "cli/formats.hpp"
+
+namespace rc::cli {
+
+using nlohmann::json;
+
+json grant_json(const engine::GrantView& g) {
+  json j{{"record_code", g.record_code},
+         {"biz_id", g.biz_id},
+         {"activity", g.activity},
+         {"user", g.user},
+         {"prize", g.prize},
+         {"item", g.item},
+         {"item_kind", g.item_kind},
+         {"amount", g.amount},
+         {"cost_cents", g.cost_cents},
+         {"state", g.state},
+         {"channel", g.channel},
+         {"bill_no", g.bill_no ? json(*g.bill_no) : json(nullptr)},
+         {"created_at", format_utc(g.created_at)},
+         {"updated_at", format_utc(g.updated_at)}};
+  if (g.degraded_from) j["degraded_from"] = *g.degraded_from;
+  if (g.draw_value) j["draw_value"] = *g.draw_value;
+  if (g.pool_version) j["pool_version"] = *g.pool_version;
+  if (g.source) j["source"] = *g.source;
+  if (g.reason) j["reason"] = *g.reason;
+  return j;
+}
+
+json activity_summary_json(const activity::ActivitySummary& s) {
+  const auto& a = s.activity;
+  json out{{"code", a.code},
+           {"name", a.name},
+           {"kind", a.kind},
+           {"state", a.state},
+           {"version", a.version},
+           {"definition_hash", a.definition_hash},
+           {"timezone", a.timezone},
+           {"start", format_in_zone(a.start_at, a.timezone)},
+           {"end", format_in_zone(a.end_at, a.timezone)},
+           {"start_utc", format_utc(a.start_at)},
+           {"end_utc", format_utc(a.end_at)},
+           {"whitelist_required", a.whitelist_required},
+           {"user_limit", a.user_limit ? json(std::to_string(*a.user_limit) + "/" + a.user_limit_period.value_or(""))
+                                       : json(nullptr)},
+           {"created_by", a.created_by},
+           {"created_at", format_utc(a.created_at)}};
+  if (s.budget) {
+    out["budget_cents"] = s.budget->authorised_cents;
+    out["budget_used_cents"] = s.budget->consumed_cents;
+    out["budget_left_cents"] = s.budget->authorised_cents - s.budget->consumed_cents;
+  }
+  json prizes = json::array();
+  for (auto& p : s.prizes)
+    prizes.push_back({{"prize", p.prize},
+                      {"item", p.item},
+                      {"item_kind", p.item_kind},
+                      {"amount", p.amount_max ? json(std::to_string(p.amount) + ".." + std::to_string(*p.amount_max))
+                                              : json(p.amount)},
+                      {"stock", p.stock},
+                      {"stock_left", p.stock_left},
+                      {"buckets", p.buckets},
+                      {"weight", p.weight},
+                      {"consolation", p.consolation},
+                      {"blocked", p.blocked},
+                      {"channel", p.channel}});
+  out["prizes"] = prizes;
+  json reviews = json::array();
+  for (auto& r : s.reviews)
+    reviews.push_back({{"role", r.role},
+                       {"decision", r.decision},
+                       {"operator", r.operator_name},
+                       {"definition_hash", r.definition_hash},
+                       {"voided", r.voided},
+                       {"comment", r.comment.value_or("")},
+                       {"at", format_utc(r.at)}});
+  out["reviews"] = reviews;
+  out["grants"] = s.grants;
+  out["granted_cost_cents"] = s.granted_cost_cents;
+  return out;
+}
+
+json activity_list_json(const activity::ActivityListRow& a) {
+  return {{"code", a.code},
+          {"name", a.name},
+          {"kind", a.kind},
+          {"state", a.state},
+          {"timezone", a.timezone},
+          {"start", format_in_zone(a.start_at, a.timezone)},
+          {"end", format_in_zone(a.end_at, a.timezone)},
+          {"version", a.version}};
+}
+
+json history_json(const activity::HistoryEvent& e) {
+  json j{{"at", format_utc(e.at)},
+         {"source", e.from_status_log ? "status_log" : "audit"},
+         {"actor", e.actor},
+         {"what", e.what},
+         {"detail", e.detail}};
+  if (e.from_status_log) {
+    j["from"] = e.from ? json(*e.from) : json(nullptr);
+    j["to"] = e.to;
+  }
+  return j;
+}
+
+json ledger_balance_json(const std::string& user, const engine::LedgerBalance& b) {
+  return {{"user", user}, {"asset", b.asset}, {"balance", b.balance}, {"updated_at", format_utc(b.updated_at)}};
+}
+
+json ledger_entry_json(const std::string& user, const engine::LedgerEntry& e) {
+  return {{"user", user},      {"bill_no", e.bill_no}, {"kind", e.kind},
+          {"asset", e.asset}, {"amount", e.amount},   {"at", format_utc(e.created_at)}};
+}
+
+}  // namespace rc::cli

@@ -1,0 +1,45 @@
+#include "core/engine/activity_gate.hpp"
+
+namespace rc::engine {
+
+std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code, const std::string& user,
+                                      const std::string& biz_id) {
+  auto r = s.query(
+      "SELECT a.id, a.state, a.version, a.start_at, a.end_at, "
+      "CASE WHEN EXISTS (SELECT 1 FROM activity_user_list l WHERE l.activity_id = a.id AND l.list = 'gray' "
+      "AND l.user_id = $2) THEN 1 ELSE 0 END, "
+      "CASE WHEN EXISTS (SELECT 1 FROM activity_user_list l WHERE l.activity_id = a.id AND l.list = 'black' "
+      "AND l.user_id = $2) THEN 1 ELSE 0 END, "
+      "CASE WHEN EXISTS (SELECT 1 FROM fuse_event f WHERE f.activity_id = a.id AND f.state = 'tripped' "
+      "AND f.prize_id IS NULL) THEN 1 ELSE 0 END, "
+      "CASE WHEN EXISTS (SELECT 1 FROM prize p WHERE p.activity_id = a.id AND p.blocked = 1) THEN 1 ELSE 0 END, "
+      "(SELECT g.id FROM grants g WHERE g.biz_id = $3) "
+      "FROM activity a WHERE a.code = $1",
+      {code, user, biz_id});
+  if (r.empty()) return std::nullopt;
+  const auto& x = r[0];
+  ActivityGate a;
+  a.id = x.i64(0);
+  a.state = x.str(1);
+  a.version = x.i64(2);
+  a.start_at = x.i64(3);
+  a.end_at = x.i64(4);
+  a.on_gray_list = x.i64(5) != 0;
+  a.blacklisted = x.i64(6) != 0;
+  a.fuse_tripped = x.i64(7) != 0;
+  a.has_blocked_prizes = x.i64(8) != 0;
+  a.replay_grant_id = x.opt_i64(9);
+  return a;
+}
+
+std::string gate_rejection(const ActivityGate& a, Millis now) {
+  if (a.state == "ended") return "ended";
+  if (a.state != "live" && a.state != "gray" && a.state != "paused") return "not_live";
+  if (now < a.start_at) return "not_started";
+  if (now >= a.end_at) return "ended";
+  if (a.state == "paused") return "paused";
+  if (a.state == "gray" && !a.on_gray_list) return "not_in_gray_list";
+  return "";
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,69 @@
+// The Engine object: its options, the per-activity catalog cache and the sold-out memory. The claim
+// flow is in claim.cpp, delivery in deliver.cpp.
+#include "core/engine/engine.hpp"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "core/engine/catalog.hpp"
+
+namespace rc::engine {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::granted: return "granted";
+    case Status::replayed: return "replayed";
+    case Status::rejected: return "rejected";
+  }
+  return "?";
+}
+
+Engine::Engine(store::Store& st, const Clock& clock, EngineOptions opts)
+    : st_(st), clock_(clock), opts_(std::move(opts)) {
+  if (!opts_.getenv) opts_.getenv = [](const char* n) { return std::getenv(n); };
+  for (const char* builtin : {"ledger", "outbox"}) {
+    if (opts_.channels.count(builtin)) continue;
+    delivery::ChannelConfig c;
+    c.name = c.type = builtin;
+    opts_.channels[builtin] = c;
+  }
+}
+
+Engine::~Engine() = default;
+
+std::shared_ptr<const ActivityCatalog> Engine::catalog(store::Session& s, const std::string& code, int64_t id,
+                                                       int64_t version) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = catalogs_.find(code);
+    if (it != catalogs_.end() && it->second->id == id && it->second->version == version) return it->second;
+  }
+  auto c = load_catalog(s, id);
+  std::lock_guard<std::mutex> l(mu_);
+  catalogs_[code] = c;
+  return c;
+}
+
+// Sold-out memory uses the steady clock: the business clock may be fixed (REWARDCTL_NOW).
+static int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Engine::known_sold_out(int64_t prize_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = sold_out_.find(prize_id);
+  if (it == sold_out_.end()) return false;
+  if (steady_ms() - it->second > opts_.sold_out_memory_ms) {
+    sold_out_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void Engine::remember_sold_out(int64_t prize_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  sold_out_[prize_id] = steady_ms();
+}
+
+}  // namespace rc::engine

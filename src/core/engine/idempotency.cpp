@@ -1,0 +1,19 @@
+#include "core/engine/idempotency.hpp"
+
+namespace rc::engine {
+
+bool twin_committed(store::Session& s, const std::string& biz_id, int64_t own_grant_id) {
+  return !s.query("SELECT 1 FROM grants WHERE biz_id = $1 AND id <> $2", {biz_id, own_grant_id}).empty();
+}
+
+void answer_replay(const ClaimRequest& r, const GrantView& g, ClaimOutcome& out) {
+  if (g.user == r.user && g.activity == r.activity) {
+    out.status = Status::replayed;
+    out.grant = g;
+  } else {
+    out.status = Status::rejected;
+    out.reason = "biz_id_conflict";
+  }
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,50 @@
+#include "core/engine/prize_selection.hpp"
+
+#include <algorithm>
+
+#include "core/engine/budget.hpp"
+#include "core/engine/limits.hpp"
+#include "core/engine/rejection.hpp"
+
+namespace rc::engine {
+
+Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
+                        const std::string& user, Millis now) {
+  Selection sel;
+  if (cat.prizes.empty()) throw Rejection{"sold_out"};
+  if (cat.kind == "lottery") {
+    std::optional<size_t> chosen;
+    if (!cat.guarantees.empty()) {
+      auto it = cat.guarantees.find(count_draw(s, cat.id, user, now));
+      if (it != cat.guarantees.end()) chosen = it->second;
+    }
+    if (!chosen) {
+      if (cat.pool.total() <= 0) throw Rejection{"sold_out"};
+      sel.draw_value = random_below(cat.pool.total());
+      chosen = cat.pool.pick(*sel.draw_value);
+    }
+    sel.candidates.push_back(*chosen);
+    if (cat.consolation && *cat.consolation != *chosen) sel.candidates.push_back(*cat.consolation);
+  } else if (requested) {
+    const PrizeInfo* p = cat.prize(*requested);
+    if (!p) throw Rejection{"not_found"};
+    sel.candidates.push_back(size_t(p - cat.prizes.data()));
+  } else {
+    sel.candidates.push_back(0);
+  }
+  return sel;
+}
+
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p) {
+  if (cat.kind != "redpack" || !p.amount_max) return p.amount;
+  int64_t amount = random_between(p.amount, *p.amount_max);
+  if (cat.has_budget && p.unit_cost_cents > 0) {
+    // Never more than the budget left: the conditional update in take_budget still decides.
+    int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;
+    if (left_units < p.amount) throw Rejection{"budget_exhausted"};
+    amount = std::min(amount, left_units);
+  }
+  return amount;
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,31 @@
+#pragma once
+// Rule 6, prize selection — the only step in which the kinds differ. direct: the requested prize
+// (default the first); lottery: a guaranteed prize on the user's nth draw, else a weighted draw,
+// degrading to the consolation prize when the drawn one cannot be granted; redpack: a random amount
+// in the prize's range, never more than the budget left.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/engine/catalog.hpp"
+#include "core/store/store.hpp"
+
+namespace rc::engine {
+
+struct Selection {
+  std::vector<size_t> candidates;    // indexes into the catalog's prizes, best first
+  std::optional<int64_t> draw_value; // the lottery's random value, kept on the grant for audit
+};
+
+// The candidates for this claim. Throws Rejection (sold_out: nothing left to draw; not_found: the
+// requested prize does not exist).
+Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
+                        const std::string& user, Millis now);
+
+// The amount to grant of prize p: its fixed amount, or for a red packet a random amount in its
+// range capped by the budget left. Throws Rejection{budget_exhausted} when even the minimum no
+// longer fits.
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p);
+
+}  // namespace rc::engine

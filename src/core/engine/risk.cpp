@@ -1,0 +1,19 @@
+#include "core/engine/risk.hpp"
+
+namespace rc::engine {
+
+std::string risk_rejection(const ActivityGate& a) {
+  if (a.blacklisted) return "blacklisted";
+  if (a.fuse_tripped) return "held_by_fuse";
+  return "";
+}
+
+std::set<int64_t> blocked_prizes(store::Session& s, const ActivityGate& a) {
+  std::set<int64_t> out;
+  if (!a.has_blocked_prizes) return out;
+  auto b = s.query("SELECT id FROM prize WHERE activity_id = $1 AND blocked = 1", {a.id});
+  for (auto& row : b.rows) out.insert(row.i64(0));
+  return out;
+}
+
+}  // namespace rc::engine

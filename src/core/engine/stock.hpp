@@ -1,0 +1,25 @@
+#pragma once
+// Rule 8b, stock: a prize is never granted more often than its stock. Stock may be split into
+// buckets (rows) so that concurrent claims of one hot prize do not all queue on one row: a user
+// starts at their own bucket (stable per user) and moves on to the next when it is empty. Each take
+// is one conditional update (remain > 0); stock is taken last in the claim, so its row lock is held
+// for the shortest time.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/store/store.hpp"
+
+namespace rc::engine {
+
+// The bucket a user tries first: spreads users over buckets, stable per user.
+int64_t preferred_bucket(const std::string& user, int64_t buckets);
+
+// Takes one unit of the prize, trying `first` then the following buckets in turn. Returns the bucket
+// it came from, or nullopt when every bucket is empty (sold out).
+std::optional<int64_t> take_stock(store::Session& s, int64_t prize_id, int64_t buckets, int64_t first);
+
+// Puts one unit back into the bucket it came from (a reversal).
+void return_stock(store::Session& s, int64_t prize_id, int64_t bucket);
+
+}  // namespace rc::engine
