@@ -39,6 +39,7 @@ void register_import(CLI::App& app, Ctx& ctx);  // import-qualifications, qualif
 void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
 void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
+void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show | list (cmd_reconcile.cpp)
 
 // The text of a file named on the command line; "-" reads standard input. Error(no_input) when it
 // is missing or unreadable.

@@ -11,6 +11,7 @@ void register_all(CLI::App& app, Ctx& ctx) {
   register_activity_def(app, ctx);
   register_claim(app, ctx);
   register_import(app, ctx);
+  register_reconcile(app, ctx);
   register_help(app, ctx);
 }
 

@@ -1,0 +1,155 @@
+// reconcile [--activity A] [--checks a,b] [--csv FILE] | reconcile show RUN | reconcile list
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "cli/context.hpp"
+#include "core/delivery/channel.hpp"
+#include "jobs/reconcile.hpp"
+
+namespace rc::cli {
+namespace {
+
+namespace rec = jobs::reconcile;
+
+struct {
+  std::string activity, csv, stuck_after = "1h", held_after = "24h";
+  std::vector<std::string> checks;
+  int64_t run_id = 0, limit = 20;
+  bool dry_run = false;
+} opt;
+
+// "90s", "15m", "2h", "1d" (or plain seconds) -> milliseconds. Error(usage) naming the flag.
+int64_t parse_duration_ms(const std::string& s, const std::string& flag) {
+  size_t pos = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(s, &pos);
+  } catch (const std::exception&) {
+  }
+  std::string unit = pos < s.size() ? s.substr(pos) : "s";
+  const int64_t mult = unit == "s" ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : unit == "d" ? 86'400'000 : 0;
+  if (n < 0 || mult == 0 || n > INT64_MAX / mult / 2)
+    throw Error(Exit::usage, flag + ": '" + s + "' is not a duration such as 90s, 15m, 2h or 1d");
+  return n * mult;
+}
+
+// RFC 4180: every field quoted, quotes doubled.
+std::string csv_field(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+void write_csv(const std::string& path, int64_t run_id, const std::vector<rec::Diff>& diffs) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error(Exit::no_input, "--csv: cannot write " + path + ": " + std::strerror(errno));
+  f << "run,check,entity,key,expected,actual,detail\r\n";
+  for (auto& d : diffs)
+    f << run_id << ',' << csv_field(d.check) << ',' << csv_field(d.entity) << ',' << csv_field(d.key) << ','
+      << csv_field(d.expected) << ',' << csv_field(d.actual) << ',' << csv_field(d.detail) << "\r\n";
+  f.flush();
+  if (!f) throw Error(Exit::no_input, "--csv: cannot write " + path);
+}
+
+void print_diffs(Ctx& ctx, int64_t run_id, const std::vector<rec::Diff>& diffs) {
+  std::vector<json> rows;
+  for (auto& d : diffs)
+    rows.push_back({{"run", run_id}, {"check", d.check}, {"entity", d.entity}, {"key", d.key},
+                    {"expected", d.expected}, {"actual", d.actual}, {"detail", d.detail}});
+  if (!rows.empty() || ctx.out.json_mode())
+    ctx.out.rows({{"check", "CHECK"}, {"entity", "ENTITY"}, {"key", "KEY"}, {"expected", "EXPECTED"},
+                  {"actual", "ACTUAL"}, {"detail", "DETAIL"}},
+                 rows, "diff");
+}
+
+Exit run_reconcile(Ctx& ctx) {
+  rec::Options o;
+  if (!opt.activity.empty()) o.activity = opt.activity;
+  o.checks = rec::resolve_checks(opt.checks);
+  o.stuck_after_ms = parse_duration_ms(opt.stuck_after, "--stuck-after");
+  o.held_after_ms = parse_duration_ms(opt.held_after, "--held-after");
+  o.operator_name = ctx.settings.operator_name;
+  o.dry_run = opt.dry_run;
+  o.ledger_channels.clear();
+  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
+    if (cfg.type == "ledger") o.ledger_channels.push_back(name);
+  auto st = ctx.open_store();
+  auto rep = rec::run(*st, o, *ctx.clock);
+  print_diffs(ctx, rep.run_id, rep.diffs);
+  if (!opt.csv.empty()) write_csv(opt.csv, rep.run_id, rep.diffs);
+  std::string scope;
+  for (auto& c : rep.checks) scope += (scope.empty() ? "" : ",") + c;
+  ctx.out.record({{"type", "run"}, {"run", rep.run_id}, {"checks", scope},
+                  {"activity", rep.activity ? json(*rep.activity) : json(nullptr)},
+                  {"diffs", int64_t(rep.diffs.size())}, {"state", rep.clean() ? "clean" : "diffs"},
+                  {"dry_run", rep.dry_run}, {"seconds", double(int64_t(rep.seconds * 1000)) / 1000}});
+  const std::string run_name = rep.run_id ? "run " + std::to_string(rep.run_id) : std::string("dry run");
+  if (rep.clean()) spdlog::info("reconcile {}: clean ({}) in {:.2f} s", run_name, scope, rep.seconds);
+  else
+    spdlog::error("reconcile {}: {} difference(s) ({}) in {:.2f} s", run_name, rep.diffs.size(), scope, rep.seconds);
+  return rep.clean() ? Exit::ok : Exit::findings;
+}
+
+json summary_json(const rec::RunSummary& r) {
+  return {{"run", r.id},
+          {"checks", r.checks},
+          {"state", r.state},
+          {"diffs", r.diff_count},
+          {"operator", r.operator_name},
+          {"started_at", format_utc(r.started_at)},
+          {"finished_at", r.finished_at ? json(format_utc(*r.finished_at)) : json(nullptr)}};
+}
+
+}  // namespace
+
+void register_reconcile(CLI::App& app, Ctx& ctx) {
+  auto* rc = app.add_subcommand("reconcile", "Check that every cent and unit is accounted for; exit 1 on any difference");
+  rc->require_subcommand(0, 1);
+  rc->add_option("--activity", opt.activity, "Only this activity (and the ledger accounts of its users)");
+  rc->add_option("--checks", opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log")
+      ->delimiter(',');
+  rc->add_option("--stuck-after", opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
+  rc->add_option("--held-after", opt.held_after, "A request held by a fuse this long is stuck (default 24h)");
+  rc->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
+  rc->add_flag("--dry-run", opt.dry_run, "Run the checks, store no run");
+  rc->callback([&ctx, rc] {
+    if (rc->get_subcommands().empty()) ctx.action = [&ctx] { return run_reconcile(ctx); };
+  });
+
+  auto* show = rc->add_subcommand("show", "A stored run and its differences");
+  show->add_option("run", opt.run_id, "Run id")->required();
+  show->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
+  show->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      auto r = rec::show_run(st->autocommit(), opt.run_id);
+      if (!r) throw Error(Exit::data, "no reconcile run " + std::to_string(opt.run_id));
+      print_diffs(ctx, r->first.id, r->second);
+      if (!opt.csv.empty()) write_csv(opt.csv, r->first.id, r->second);
+      auto j = summary_json(r->first);
+      j["type"] = "run";
+      ctx.out.record(j);
+      return r->first.state == "clean" ? Exit::ok : Exit::findings;
+    };
+  });
+
+  auto* list = rc->add_subcommand("list", "The latest runs, newest first");
+  list->add_option("--limit", opt.limit, "How many (default 20)")->check(CLI::Range(int64_t(1), int64_t(100000)));
+  list->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      std::vector<json> rows;
+      for (auto& r : rec::list_runs(st->autocommit(), opt.limit)) rows.push_back(summary_json(r));
+      ctx.out.rows({{"run", "RUN"}, {"state", "STATE"}, {"diffs", "DIFFS"}, {"checks", "CHECKS"},
+                    {"operator", "OPERATOR"}, {"started_at", "STARTED"}, {"finished_at", "FINISHED"}},
+                   rows, "run");
+      return Exit::ok;
+    };
+  });
+}
+
+}  // namespace rc::cli

@@ -1,0 +1,87 @@
+#pragma once
+// reconcile: proof after the fact that every cent and every unit is accounted for (DESIGN §6).
+//
+// Each named check is ONE set-based query over the whole database (or one activity), never a loop
+// over rows in C++: the database does the joins and the arithmetic, so a full run costs a few
+// scans of each table however many grants there are. All checks of a run read one snapshot (one
+// read transaction), so claims committing meanwhile never show up as half-done differences.
+// A run is stored (reconcile_run + one reconcile_diff row per difference) so that the differences
+// stay inspectable (`reconcile show RUN`) after the terminal scrolled away.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/store/store.hpp"
+
+namespace rc::jobs::reconcile {
+
+// One difference between what the books say and what they should say.
+struct Diff {
+  std::string check;     // the check that found it: stock, budget, ledger, ...
+  std::string entity;    // what is wrong: prize, activity, grant, ledger_entry, ledger_account, ...
+  std::string key;       // which one, in operator terms: "act/p1", a record code, a bill number, "user/asset"
+  std::string expected;  // what the invariant says it should be
+  std::string actual;    // what the database holds
+  std::string detail;    // the figures behind it, for a person
+};
+
+struct CheckInfo {
+  const char* name;
+  const char* summary;
+};
+// Every check, in the order a run performs them.
+const std::vector<CheckInfo>& checks();
+
+// The grant states that hold stock, budget and a limit count. Everything else (pending held
+// requests, reversed, failed, invalid, expired, cancelled) holds nothing: it never took or has
+// given back what it took. SQL list text, e.g. "('init', 'issuing', ...)".
+extern const char* const kHoldingStates;
+
+struct Options {
+  std::optional<std::string> activity;  // only this activity (code); ledger accounts of its users
+  std::vector<std::string> checks;      // empty: all
+  int64_t stuck_after_ms = 3'600'000;   // issuing/init/awaiting_external older than this is stuck
+  int64_t held_after_ms = 86'400'000;   // a request held by a fuse longer than this is stuck
+  std::vector<std::string> ledger_channels{"ledger"};  // channels of type ledger (config [channels.*])
+  std::string operator_name = "rewardctl";
+  bool dry_run = false;                 // run the checks, store nothing (run id 0)
+};
+
+struct Report {
+  int64_t run_id = 0;  // 0 for a dry run
+  std::vector<std::string> checks;
+  std::optional<std::string> activity;
+  std::vector<Diff> diffs;
+  Millis started_at = 0, finished_at = 0;
+  double seconds = 0;
+  bool dry_run = false;
+  bool clean() const { return diffs.empty(); }
+};
+
+// Validates the check names: Error(usage) naming an unknown one and listing the known ones.
+std::vector<std::string> resolve_checks(const std::vector<std::string>& names);
+
+// Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
+// `seconds`, when given, receives each check's time, in order.
+std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
+                             std::vector<std::pair<std::string, double>>* seconds = nullptr);
+
+// Runs the checks and stores the run with its diffs (unless dry_run). The run row is written first
+// (state running), so a run killed half-way is visible as running, never as clean.
+Report run(store::Store& st, const Options& o, const Clock& clock);
+
+struct RunSummary {
+  int64_t id = 0;
+  std::string checks, state, operator_name;
+  int64_t diff_count = 0;
+  Millis started_at = 0;
+  std::optional<Millis> finished_at;
+};
+// The latest runs, newest first.
+std::vector<RunSummary> list_runs(store::Session& s, int64_t limit);
+// One run and its diffs; nullopt when there is no such run.
+std::optional<std::pair<RunSummary, std::vector<Diff>>> show_run(store::Session& s, int64_t run_id);
+
+}  // namespace rc::jobs::reconcile

@@ -1,0 +1,215 @@
+// The reconcile checks: one set-based query each, the same text on SQLite and PostgreSQL.
+//
+// Every query returns rows of (entity, key, expected, actual, detail, at): one row per difference,
+// nothing when the books agree. Named parameters (bound, numbered per query by bind_named):
+//   :activity  the activity code, or NULL for all activities
+//   :stuck     cut-off: grants in issuing/init/awaiting_external last changed before it, and resend
+//              bills due before it, are stuck
+//   :held      cut-off: requests held by a fuse since before it are stuck
+//   :ledger    the ledger-type channels, as "name1,name2"
+// Differences of totals are found with the "union both sides, group, compare sums" form rather than
+// a FULL OUTER JOIN: it is one pass over each side, and both dialects plan it well.
+#include "jobs/reconcile_checks.hpp"
+
+namespace rc::jobs::reconcile {
+
+// Held grants (pending, held_by_fuse) take nothing; reversed grants gave it back. A failed grant
+// still holds what it took until delivery failures release it (the jobs issue's release-on-failure):
+// when that lands, 'failed' leaves this list.
+const char* const kHoldingStates =
+    "('init', 'issuing', 'success', 'delayed_resend', 'awaiting_external', 'failed')";
+
+namespace {
+
+const std::string H = kHoldingStates;
+// The activity filter on an `activity a` in scope.
+const std::string kAct = "(CAST(:activity AS TEXT) IS NULL OR a.code = :activity)";
+// The ids of the activities in scope, for filtering big tables by activity_id.
+const std::string kActIds = "(SELECT a.id FROM activity a WHERE " + kAct + ")";
+
+// stock: for every prize, the bucket totals equal remaining stock plus the grants that hold a unit,
+// and the bucket totals equal the prize's configured stock.
+const std::string kStock =
+    "WITH live AS (SELECT g.prize_id, count(*) AS n FROM grants g WHERE g.state IN " + H +
+    " AND g.activity_id IN " + kActIds +
+    " GROUP BY g.prize_id), "
+    "st AS (SELECT s.prize_id, sum(s.total) AS total, sum(s.remain) AS remain, count(*) AS buckets FROM stock s "
+    "GROUP BY s.prize_id) "
+    "SELECT 'prize', a.code || '/' || p.code, CAST(st.total AS TEXT), CAST(st.remain + coalesce(live.n, 0) AS TEXT), "
+    "'remaining ' || st.remain || ' + ' || coalesce(live.n, 0) || ' grant(s) holding a unit, over ' || st.buckets || "
+    "' bucket(s)', NULL "
+    "FROM prize p JOIN activity a ON a.id = p.activity_id JOIN st ON st.prize_id = p.id "
+    "LEFT JOIN live ON live.prize_id = p.id WHERE " + kAct + " AND st.total <> st.remain + coalesce(live.n, 0) "
+    "UNION ALL "
+    "SELECT 'prize', a.code || '/' || p.code, CAST(p.stock_total AS TEXT), CAST(coalesce(st.total, 0) AS TEXT), "
+    "'bucket totals against the prize''s configured stock', NULL "
+    "FROM prize p JOIN activity a ON a.id = p.activity_id LEFT JOIN st ON st.prize_id = p.id "
+    "WHERE " + kAct + " AND coalesce(st.total, 0) <> p.stock_total";
+
+// budget: consumed equals the cost of the grants that hold budget, and never exceeds authorised.
+const std::string kBudget =
+    "WITH spent AS (SELECT g.activity_id, sum(g.cost_cents) AS cents, count(*) AS n FROM grants g "
+    "WHERE g.state IN " + H + " AND g.activity_id IN " + kActIds +
+    " GROUP BY g.activity_id) "
+    "SELECT 'activity', a.code, CAST(coalesce(s.cents, 0) AS TEXT), CAST(b.consumed_cents AS TEXT), "
+    "'consumed counter against the cost of ' || coalesce(s.n, 0) || ' grant(s) holding budget', NULL "
+    "FROM budget b JOIN activity a ON a.id = b.activity_id LEFT JOIN spent s ON s.activity_id = b.activity_id "
+    "WHERE " + kAct + " AND b.consumed_cents <> coalesce(s.cents, 0) "
+    "UNION ALL "
+    "SELECT 'activity', a.code, '<= ' || b.authorised_cents, CAST(b.consumed_cents AS TEXT), "
+    "'consumed over authorised', NULL FROM budget b JOIN activity a ON a.id = b.activity_id "
+    "WHERE " + kAct + " AND b.consumed_cents > b.authorised_cents";
+
+// ledger: a successful ledger grant has exactly one credit of its amount under its bill number (a
+// reversed one also its one reversal, netting to zero; any other state none); every entry belongs
+// to the grant that carries its bill number; every balance is the sum of its entries.
+const std::string kLedger =
+    "WITH e AS (SELECT le.bill_no, "
+    "sum(CASE WHEN le.kind = 'credit' THEN 1 ELSE 0 END) AS credits, "
+    "sum(CASE WHEN le.kind = 'credit' THEN le.amount ELSE 0 END) AS credited, "
+    "sum(CASE WHEN le.kind = 'reverse' THEN 1 ELSE 0 END) AS reversals, sum(le.amount) AS net "
+    "FROM ledger_entry le GROUP BY le.bill_no) "
+    "SELECT 'grant', g.record_code, "
+    "CASE g.state WHEN 'success' THEN 'one credit of ' || g.amount "
+    "WHEN 'reversed' THEN 'one credit of ' || g.amount || ' and its reversal' ELSE 'no entry' END, "
+    "coalesce(e.credits, 0) || ' credit(s) of ' || coalesce(e.credited, 0) || ', ' || coalesce(e.reversals, 0) || "
+    "' reversal(s), net ' || coalesce(e.net, 0), 'state ' || g.state || ', bill ' || coalesce(g.bill_no, '(none)'), NULL "
+    "FROM grants g LEFT JOIN e ON e.bill_no = g.bill_no "
+    "WHERE g.activity_id IN " + kActIds +
+    " AND (',' || CAST(:ledger AS TEXT) || ',' LIKE '%,' || g.channel || ',%' OR e.bill_no IS NOT NULL) AND NOT ("
+    "(g.state = 'success' AND coalesce(e.credits, 0) = 1 AND e.credited = g.amount AND coalesce(e.reversals, 0) = 0) OR "
+    "(g.state = 'reversed' AND coalesce(e.credits, 0) = 1 AND e.credited = g.amount AND coalesce(e.reversals, 0) = 1 "
+    "AND e.net = 0) OR "
+    "(g.state NOT IN ('success', 'reversed') AND e.bill_no IS NULL)) "
+    "UNION ALL "
+    "SELECT 'ledger_entry', le.bill_no || '/' || le.kind, 'a grant with bill ' || le.bill_no || ' for ' || le.user_id, "
+    "CASE WHEN g.id IS NULL THEN 'no such grant' ELSE 'grant ' || g.record_code || ' of ' || g.user_id END, "
+    "le.amount || ' ' || le.asset || ' to ' || le.user_id, le.created_at "
+    "FROM ledger_entry le LEFT JOIN delivery_bill d ON d.bill_no = le.bill_no "
+    "LEFT JOIN grants g ON g.id = d.grant_id AND g.bill_no = le.bill_no "
+    "WHERE CAST(:activity AS TEXT) IS NULL AND (g.id IS NULL OR g.user_id <> le.user_id) "
+    "UNION ALL "
+    "SELECT 'ledger_account', x.user_id || '/' || x.asset, CAST(sum(x.entries) AS TEXT), CAST(sum(x.balance) AS TEXT), "
+    "'balance against the sum of ' || sum(x.n) || ' entr(ies)', NULL FROM ("
+    "SELECT le.user_id, le.asset, sum(le.amount) AS entries, 0 AS balance, count(*) AS n FROM ledger_entry le "
+    "GROUP BY le.user_id, le.asset "
+    "UNION ALL SELECT la.user_id, la.asset, 0, la.balance, 0 FROM ledger_account la) x "
+    "WHERE CAST(:activity AS TEXT) IS NULL OR x.user_id IN (SELECT g.user_id FROM grants g WHERE g.activity_id IN " + kActIds +
+    ") GROUP BY x.user_id, x.asset HAVING sum(x.entries) <> sum(x.balance)";
+
+// qualifications: per activity and user, the used qualifications equal the grants on whitelist
+// activities (a claim marks its qualification used in the same transaction; nothing gives it back).
+const std::string kQualifications =
+    "SELECT 'qualification', a.code || '/' || x.user_id, CAST(sum(x.grants) AS TEXT), CAST(sum(x.used) AS TEXT), "
+    "'grants of the user against used qualifications', NULL FROM ("
+    "SELECT g.activity_id, g.user_id, count(*) AS grants, 0 AS used FROM grants g "
+    "WHERE g.activity_id IN (SELECT a.id FROM activity a WHERE a.whitelist_required = 1 AND " + kAct + ") "
+    "GROUP BY g.activity_id, g.user_id "
+    "UNION ALL SELECT q.activity_id, q.user_id, 0, 1 FROM qualification q WHERE q.status = 'used' "
+    "AND q.activity_id IN " + kActIds +
+    ") x JOIN activity a ON a.id = x.activity_id GROUP BY a.code, x.user_id HAVING sum(x.grants) <> sum(x.used)";
+
+// limits: per scope and user, the counters summed over their periods equal the grants they count,
+// and no counter is over its limit. Keys: "a:ACTIVITY/USER" (activity limit), "p:ACTIVITY/PRIZE/USER".
+const std::string kLimits =
+    "WITH held AS (SELECT g.activity_id, g.prize_id, g.user_id FROM grants g WHERE g.state IN " + H +
+    " AND g.activity_id IN " + kActIds +
+    ") "
+    "SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), CAST(sum(x.c) AS TEXT), "
+    "'counters of all periods against the grants they count', NULL FROM ("
+    "SELECT 'a:' || a.code AS k, h.user_id, count(*) AS e, 0 AS c FROM held h JOIN activity a ON a.id = h.activity_id "
+    "WHERE a.user_limit IS NOT NULL GROUP BY a.code, h.user_id "
+    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, count(*), 0 FROM held h "
+    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL "
+    "GROUP BY a.code, p.code, h.user_id "
+    "UNION ALL SELECT 'a:' || a.code, lc.user_id, 0, lc.used FROM activity a JOIN limit_counter lc "
+    "ON lc.scope = 'a:' || a.id WHERE " + kAct +
+    " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.user_id, 0, lc.used FROM activity a "
+    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
+    ") x GROUP BY x.k, x.user_id HAVING sum(x.e) <> sum(x.c) "
+    "UNION ALL "
+    "SELECT 'limit_counter', 'a:' || a.code || '/' || lc.user_id, '<= ' || a.user_limit, CAST(lc.used AS TEXT), "
+    "'over the activity limit in period ' || lc.period_key, NULL FROM activity a JOIN limit_counter lc "
+    "ON lc.scope = 'a:' || a.id WHERE " + kAct + " AND lc.used > a.user_limit "
+    "UNION ALL "
+    "SELECT 'limit_counter', 'p:' || a.code || '/' || p.code || '/' || lc.user_id, '<= ' || p.user_limit, "
+    "CAST(lc.used AS TEXT), 'over the prize limit in period ' || lc.period_key, NULL FROM activity a "
+    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id "
+    "WHERE " + kAct + " AND lc.used > p.user_limit";
+
+// stuck: deliveries without an outcome, resend bills nobody resent, requests held too long.
+const std::string kStuck =
+    "SELECT 'grant', g.record_code, 'an outcome', g.state, 'no change since', g.updated_at FROM grants g "
+    "WHERE g.state IN ('issuing', 'init', 'awaiting_external') AND g.updated_at < :stuck AND g.activity_id IN " + kActIds +
+    " UNION ALL "
+    "SELECT 'grant', g.record_code, 'released or confirmed', 'pending (held_by_fuse)', 'held since', g.created_at "
+    "FROM grants g WHERE g.state = 'pending' AND g.reason = 'held_by_fuse' AND g.created_at < :held "
+    "AND g.activity_id IN " + kActIds +
+    " UNION ALL "
+    "SELECT 'resend_bill', r.bill_no, 'resent', 'pending after ' || r.attempts || ' attempt(s)', 'due since', "
+    "r.next_attempt_at FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
+    "WHERE r.state = 'pending' AND r.next_attempt_at < :stuck AND g.activity_id IN " + kActIds;
+
+// status_log: each record's current state is the to-state of its last log row, each row's
+// from-state is the previous row's to-state (the first row's is empty: the creation), and every
+// logged record exists. Qualifications are created by imports without a log row: for them the
+// chain starts at its first row, and a qualification without rows is fine.
+const std::string kStatusLog =
+    "WITH cur AS MATERIALIZED ("
+    "SELECT 'grant' AS entity, g.id, g.state, g.record_code AS k FROM grants g WHERE g.activity_id IN " + kActIds +
+    " UNION ALL SELECT 'activity', a.id, a.state, a.code FROM activity a WHERE " + kAct +
+    " UNION ALL SELECT 'qualification', q.id, q.status, a.code || '/' || q.user_id FROM qualification q "
+    "JOIN activity a ON a.id = q.activity_id WHERE " + kAct +
+    " UNION ALL SELECT 'resend_bill', r.id, r.state, r.bill_no FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
+    "WHERE g.activity_id IN " + kActIds +
+    " UNION ALL SELECT 'import_run', i.id, i.state, i.import_id FROM import_run i WHERE i.activity_id IN " + kActIds +
+    "), lg AS MATERIALIZED ("
+    "SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
+    "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
+    "FROM status_log l WHERE l.entity IN ('grant', 'activity', 'qualification', 'resend_bill', 'import_run') "
+    "WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)) "
+    // a broken link
+    "SELECT b.entity, coalesce(c.k, '#' || b.entity_id), coalesce(b.prev_to, '(created)'), "
+    "coalesce(b.from_state, '(created)'), 'log row ' || b.id || ' (to ' || b.to_state || "
+    "') does not start where the previous row ended', NULL FROM ("
+    "SELECT * FROM lg WHERE coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') "
+    "AND NOT (lg.n = 1 AND lg.entity = 'qualification')) b "
+    "LEFT JOIN cur c ON c.entity = b.entity AND c.id = b.entity_id WHERE c.id IS NOT NULL OR CAST(:activity AS TEXT) IS NULL "
+    "UNION ALL "
+    // the current state against the last row; a record without any row
+    "SELECT c.entity, c.k, coalesce(lg.to_state, 'a log row'), c.state, "
+    "CASE WHEN lg.id IS NULL THEN 'no status-log row at all' ELSE 'current state against the last log row ' || lg.id "
+    "END, NULL FROM cur c LEFT JOIN lg ON lg.entity = c.entity AND lg.entity_id = c.id AND lg.next_id IS NULL "
+    "WHERE (lg.id IS NULL AND c.entity <> 'qualification') OR lg.to_state <> c.state "
+    "UNION ALL "
+    // a logged record that does not exist
+    "SELECT lg.entity, '#' || lg.entity_id, 'the record', 'missing', "
+    "lg.n || ' log row(s), the last to ' || lg.to_state, NULL FROM lg LEFT JOIN cur c ON c.entity = lg.entity "
+    "AND c.id = lg.entity_id WHERE lg.next_id IS NULL AND c.id IS NULL AND CAST(:activity AS TEXT) IS NULL";
+
+const std::vector<Check> kChecks = {
+    {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
+    {{"budget", "per activity: consumed = cost of grants holding budget <= authorised"}, kBudget},
+    {{"ledger", "one credit per successful ledger grant, every entry owned by its grant, balances = sum of entries"},
+     kLedger},
+    {{"qualifications", "per activity and user: used qualifications = grants on whitelist activities"},
+     kQualifications},
+    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits},
+    {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
+    {{"status_log", "current state = last log row, each row starts where the previous ended"}, kStatusLog},
+};
+
+}  // namespace
+
+const std::vector<Check>& check_table() { return kChecks; }
+
+const std::vector<CheckInfo>& checks() {
+  static const std::vector<CheckInfo> infos = [] {
+    std::vector<CheckInfo> v;
+    for (auto& c : kChecks) v.push_back(c.info);
+    return v;
+  }();
+  return infos;
+}
+
+}  // namespace rc::jobs::reconcile
