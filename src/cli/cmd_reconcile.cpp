@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include "cli/context.hpp"
 #include "core/delivery/channel.hpp"
+#include "jobs/alert.hpp"
 #include "jobs/reconcile.hpp"
 
 namespace rc::cli {
@@ -77,6 +79,7 @@ Exit run_reconcile(Ctx& ctx) {
   o.ledger_channels.clear();
   for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
+  const auto alerts = jobs::parse_alerts(ctx.settings);  // a bad [alerts] table fails before any work
   auto st = ctx.open_store();
   auto rep = rec::run(*st, o, *ctx.clock);
   print_diffs(ctx, rep.run_id, rep.diffs);
@@ -87,6 +90,23 @@ Exit run_reconcile(Ctx& ctx) {
                   {"activity", rep.activity ? json(*rep.activity) : json(nullptr)},
                   {"diffs", int64_t(rep.diffs.size())}, {"state", rep.clean() ? "clean" : "diffs"},
                   {"dry_run", rep.dry_run}, {"seconds", double(int64_t(rep.seconds * 1000)) / 1000}});
+  if (!rep.clean()) {
+    // A summary to [alerts] webhook when one is configured: the counts per check and the first diffs.
+    if (alerts) {
+      json per_check = json::object(), first = json::array();
+      for (auto& d : rep.diffs) {
+        per_check[d.check] = per_check.value(d.check, 0) + 1;
+        if (first.size() < 20)
+          first.push_back({{"check", d.check}, {"entity", d.entity}, {"key", d.key}, {"expected", d.expected},
+                           {"actual", d.actual}});
+      }
+      jobs::post_alert(*alerts, [](const char* n) { return std::getenv(n); },
+                       {{"event", "reconcile"}, {"run", rep.run_id}, {"checks", scope},
+                        {"activity", rep.activity ? json(*rep.activity) : json(nullptr)},
+                        {"diffs", int64_t(rep.diffs.size())}, {"per_check", per_check}, {"first", first},
+                        {"dry_run", rep.dry_run}});
+    }
+  }
   const std::string run_name = rep.run_id ? "run " + std::to_string(rep.run_id) : std::string("dry run");
   if (rep.clean()) spdlog::info("reconcile {}: clean ({}) in {:.2f} s", run_name, scope, rep.seconds);
   else

@@ -142,8 +142,8 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
     }
     s.config_path = path;
     const auto& t = s.file;
-    check_keys(path, t, "", {"db", "output", "log", "review", "channels", "import", "jobs"});
-    for (const char* sec : {"db", "output", "log", "review", "channels", "import", "jobs"}) {
+    check_keys(path, t, "", {"db", "output", "log", "review", "channels", "import", "jobs", "alerts"});
+    for (const char* sec : {"db", "output", "log", "review", "channels", "import", "jobs", "alerts"}) {
       if (auto* n = t.get(sec); n && !n->is_table()) bad(path, *n, std::string("'") + sec + "' must be a table");
     }
     if (auto* db = t["db"].as_table()) {
