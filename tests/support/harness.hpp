@@ -26,10 +26,18 @@ bool is_pg();
 
 // A fresh, empty database for one test: a file in a temporary directory (SQLite) or a schema of its
 // own on the test server (PostgreSQL). Removed at the end of the test.
+//
+// The oracle: when the test leaves grants, qualifications, ledger entries or resend bills behind
+// (it issued, reversed, imported, expired or resent), reconcile runs over the database at the end
+// of the test and every difference it finds fails the test. Every check runs except `stuck`, which
+// is about the clock, not the books. A test that damages the books on purpose calls expect_damage().
 class TestDb {
  public:
   TestDb();
   ~TestDb();
+  void expect_damage() { oracle_ = false; }
+  // Runs the oracle now: fails the test (naming each difference) when reconcile finds any.
+  void check_books() const;
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
   // rewardctl --db URL args...
@@ -45,6 +53,7 @@ class TestDb {
 
  private:
   std::string url_, dir_, schema_;
+  bool oracle_ = true;
 };
 
 std::string write_file(const std::string& dir, const std::string& name, const std::string& content);
