@@ -53,4 +53,8 @@ outcome claim "$gift" --user 10001 --biz-id gift-10001-a            # on the whi
 outcome claim "$gift" --user 10001 --biz-id gift-10001-b            # qualification_used
 outcome claim "$gift" --user 99999 --biz-id gift-99999              # not_qualified
 step ledger balance 10001
+
+# The books: every cent and every unit accounted for. Any difference exits 1 and fails the demo.
+step reconcile
+step reconcile list
 echo "== demo finished: $DEMO" >&2
