@@ -20,12 +20,18 @@ using rt::TestDb;
 
 namespace {
 
-// The activity command belongs to another suite: the row is written directly.
+// The activity command belongs to another suite: the row is written directly, with the status-log
+// row of its creation (reconcile checks every activity has one).
 void make_activity(const TestDb& db, const std::string& code) {
-  db.open()->exec(
+  auto st = db.open();
+  st->exec(
       "INSERT INTO activity (code, name, kind, state, definition, definition_hash, timezone, start_at, end_at, "
       "created_by, created_at, updated_at) VALUES ($1, $1, 'direct', 'live', '{}', 'x', 'UTC', 0, 4102444800000, "
       "'test', 0, 0)",
+      {code});
+  st->exec(
+      "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) "
+      "SELECT 'activity', id, NULL, 'live', 'test', 0 FROM activity WHERE code = $1",
       {code});
 }
 
