@@ -2,10 +2,10 @@
 // accounts, limit counters and status-log rows) against the database's own GROUP BY aggregates over
 // the same tables, measured in the same run (DESIGN §8: reconcile <= 3x a raw GROUP BY).
 //
-//   build/bench/reconcile [--grants N] [--repeat K] [--backend sqlite|postgres|both] [--pg CONNINFO] [--checks]
+//   build/bench/reconcile [--grants N] [--repeat K] [--backend sqlite|postgres|both] [--pg CONNINFO] [--checks] [--keep]
 //
 // Defaults: 1,000,000 grants, best of 2 (runs interleaved: only ratios within one invocation mean
-// anything on these shared machines). --checks also times each check on its own.
+// anything on these shared machines). --checks prints each check's time; --keep keeps the database.
 // The rows are generated inside the database with set-based INSERT ... SELECT over a number series
 // (generate_series / a recursive CTE), so building 1M grants takes seconds, not minutes. The data are
 // consistent, and the bench fails when reconcile finds any difference in them.
@@ -166,13 +166,14 @@ int main(int argc, char** argv) {
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;
   int64_t n = 1'000'000;
   int repeat = 2;
-  bool do_sqlite = true, do_pg = true, per_check = false;
+  bool do_sqlite = true, do_pg = true, per_check = false, keep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--grants" && i + 1 < argc) n = std::atoll(argv[++i]);
     else if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
     else if (a == "--pg" && i + 1 < argc) pg = argv[++i];
     else if (a == "--checks") per_check = true;
+    else if (a == "--keep") keep = true;
     else if (a == "--backend" && i + 1 < argc) {
       std::string b = argv[++i];
       do_sqlite = b == "sqlite" || b == "both";
@@ -223,6 +224,10 @@ int main(int argc, char** argv) {
       for (auto& [name, sec] : tm.per_check) std::printf("    %-16s %8.3f s\n", name.c_str(), sec);
     std::fflush(stdout);
     s.reset();
+    if (keep) {
+      std::printf("    kept: %s\n", t.url.c_str());
+      continue;
+    }
     if (t.name == "postgres") store::open_postgres(pg, {})->exec("DROP SCHEMA IF EXISTS " + t.schema + " CASCADE");
     else {
       std::string path = t.url.substr(7);

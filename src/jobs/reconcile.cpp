@@ -74,6 +74,10 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
   st.transact(store::TxMode::read, [&](store::Tx& tx) {
     diffs.clear();
     if (seconds) seconds->clear();
+    // The checks sort and hash whole tables: give them memory rather than temporary files (for this
+    // transaction on PostgreSQL; for this connection on SQLite, whose process is a short-lived job).
+    if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'");
+    else tx.exec_script("PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY");
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Exit::data, "--activity: no activity '" + *o.activity + "'");
     for (auto& c : check_table()) {

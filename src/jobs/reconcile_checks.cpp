@@ -64,23 +64,21 @@ const std::string kBudget =
 // reversed one also its one reversal, netting to zero; any other state none); every entry belongs
 // to the grant that carries its bill number; every balance is the sum of its entries.
 const std::string kLedger =
-    "WITH e AS (SELECT le.bill_no, "
-    "sum(CASE WHEN le.kind = 'credit' THEN 1 ELSE 0 END) AS credits, "
-    "sum(CASE WHEN le.kind = 'credit' THEN le.amount ELSE 0 END) AS credited, "
-    "sum(CASE WHEN le.kind = 'reverse' THEN 1 ELSE 0 END) AS reversals, sum(le.amount) AS net "
-    "FROM ledger_entry le GROUP BY le.bill_no) "
+    // (bill_no, kind) is unique: a bill has at most one credit and one reversal, so two lookups
+    // per grant say everything, without grouping the entries.
     "SELECT 'grant', g.record_code, "
     "CASE g.state WHEN 'success' THEN 'one credit of ' || g.amount "
     "WHEN 'reversed' THEN 'one credit of ' || g.amount || ' and its reversal' ELSE 'no entry' END, "
-    "coalesce(e.credits, 0) || ' credit(s) of ' || coalesce(e.credited, 0) || ', ' || coalesce(e.reversals, 0) || "
-    "' reversal(s), net ' || coalesce(e.net, 0), 'state ' || g.state || ', bill ' || coalesce(g.bill_no, '(none)'), NULL "
-    "FROM grants g LEFT JOIN e ON e.bill_no = g.bill_no "
+    "CASE WHEN c.id IS NULL THEN 'no credit' ELSE 'a credit of ' || c.amount END || "
+    "CASE WHEN r.id IS NULL THEN '' ELSE ', a reversal of ' || r.amount END, "
+    "'state ' || g.state || ', bill ' || coalesce(g.bill_no, '(none)'), NULL "
+    "FROM grants g LEFT JOIN ledger_entry c ON c.bill_no = g.bill_no AND c.kind = 'credit' "
+    "LEFT JOIN ledger_entry r ON r.bill_no = g.bill_no AND r.kind = 'reverse' "
     "WHERE g.activity_id IN " + kActIds +
-    " AND (',' || CAST(:ledger AS TEXT) || ',' LIKE '%,' || g.channel || ',%' OR e.bill_no IS NOT NULL) AND NOT ("
-    "(g.state = 'success' AND coalesce(e.credits, 0) = 1 AND e.credited = g.amount AND coalesce(e.reversals, 0) = 0) OR "
-    "(g.state = 'reversed' AND coalesce(e.credits, 0) = 1 AND e.credited = g.amount AND coalesce(e.reversals, 0) = 1 "
-    "AND e.net = 0) OR "
-    "(g.state NOT IN ('success', 'reversed') AND e.bill_no IS NULL)) "
+    " AND (',' || CAST(:ledger AS TEXT) || ',' LIKE '%,' || g.channel || ',%' OR c.id IS NOT NULL OR r.id IS NOT NULL) "
+    "AND NOT ((g.state = 'success' AND c.id IS NOT NULL AND c.amount = g.amount AND r.id IS NULL) OR "
+    "(g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL AND c.amount = g.amount AND r.amount = -c.amount) "
+    "OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL AND r.id IS NULL)) "
     "UNION ALL "
     "SELECT 'ledger_entry', le.bill_no || '/' || le.kind, 'a grant with bill ' || le.bill_no || ' for ' || le.user_id, "
     "CASE WHEN g.id IS NULL THEN 'no such grant' ELSE 'grant ' || g.record_code || ' of ' || g.user_id END, "
@@ -154,38 +152,54 @@ const std::string kStuck =
 // from-state is the previous row's to-state (the first row's is empty: the creation), and every
 // logged record exists. Qualifications are created by imports without a log row: for them the
 // chain starts at its first row, and a qualification without rows is fine.
+// One pass: the log in (entity, id, row) order with each row's predecessor (lag) and successor
+// (lead); only last rows and broken links go on, into one full join with the current states.
+// Broken links that are not last rows join nothing (their join id is negative) and look their key
+// up alone: they are rare.
+const std::string kLoggedEntities = "('grant', 'activity', 'qualification', 'resend_bill', 'import_run')";
+const std::string kBroken =
+    "coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') AND NOT (lg.n = 1 AND lg.entity = 'qualification')";
+// The key of a logged record that is in scope (NULL when it is missing or outside --activity).
+const std::string kKeyOf =
+    "CASE x.entity "
+    "WHEN 'grant' THEN (SELECT g.record_code FROM grants g WHERE g.id = x.entity_id AND g.activity_id IN " + kActIds + ") "
+    "WHEN 'activity' THEN (SELECT a.code FROM activity a WHERE a.id = x.entity_id AND " + kAct + ") "
+    "WHEN 'qualification' THEN (SELECT a.code || '/' || q.user_id FROM qualification q JOIN activity a "
+    "ON a.id = q.activity_id WHERE q.id = x.entity_id AND " + kAct + ") "
+    "WHEN 'resend_bill' THEN (SELECT r.bill_no FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
+    "WHERE r.id = x.entity_id AND g.activity_id IN " + kActIds + ") "
+    "WHEN 'import_run' THEN (SELECT i.import_id FROM import_run i WHERE i.id = x.entity_id AND i.activity_id IN " +
+    kActIds + ") END";
 const std::string kStatusLog =
-    "WITH cur AS MATERIALIZED ("
-    "SELECT 'grant' AS entity, g.id, g.state, g.record_code AS k FROM grants g WHERE g.activity_id IN " + kActIds +
+    "WITH lg AS (SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
+    "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
+    "FROM status_log l WHERE l.entity IN " + kLoggedEntities +
+    " WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)), "
+    "x AS (SELECT lg.entity, lg.entity_id, lg.id, lg.from_state, lg.to_state, lg.prev_to, lg.n, "
+    "CASE WHEN lg.next_id IS NULL THEN lg.entity_id ELSE -lg.id END AS join_id, "
+    "CASE WHEN lg.next_id IS NULL THEN 1 ELSE 0 END AS last, "
+    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")), "
+    "cur AS (SELECT 'grant' AS entity, g.id, g.state, g.record_code AS k FROM grants g WHERE g.activity_id IN " +
+    kActIds +
     " UNION ALL SELECT 'activity', a.id, a.state, a.code FROM activity a WHERE " + kAct +
     " UNION ALL SELECT 'qualification', q.id, q.status, a.code || '/' || q.user_id FROM qualification q "
     "JOIN activity a ON a.id = q.activity_id WHERE " + kAct +
     " UNION ALL SELECT 'resend_bill', r.id, r.state, r.bill_no FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
     "WHERE g.activity_id IN " + kActIds +
     " UNION ALL SELECT 'import_run', i.id, i.state, i.import_id FROM import_run i WHERE i.activity_id IN " + kActIds +
-    "), lg AS MATERIALIZED ("
-    "SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
-    "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
-    "FROM status_log l WHERE l.entity IN ('grant', 'activity', 'qualification', 'resend_bill', 'import_run') "
-    "WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)) "
-    // a broken link
-    "SELECT b.entity, coalesce(c.k, '#' || b.entity_id), coalesce(b.prev_to, '(created)'), "
-    "coalesce(b.from_state, '(created)'), 'log row ' || b.id || ' (to ' || b.to_state || "
-    "') does not start where the previous row ended', NULL FROM ("
-    "SELECT * FROM lg WHERE coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') "
-    "AND NOT (lg.n = 1 AND lg.entity = 'qualification')) b "
-    "LEFT JOIN cur c ON c.entity = b.entity AND c.id = b.entity_id WHERE c.id IS NOT NULL OR CAST(:activity AS TEXT) IS NULL "
-    "UNION ALL "
-    // the current state against the last row; a record without any row
-    "SELECT c.entity, c.k, coalesce(lg.to_state, 'a log row'), c.state, "
-    "CASE WHEN lg.id IS NULL THEN 'no status-log row at all' ELSE 'current state against the last log row ' || lg.id "
-    "END, NULL FROM cur c LEFT JOIN lg ON lg.entity = c.entity AND lg.entity_id = c.id AND lg.next_id IS NULL "
-    "WHERE (lg.id IS NULL AND c.entity <> 'qualification') OR lg.to_state <> c.state "
-    "UNION ALL "
-    // a logged record that does not exist
-    "SELECT lg.entity, '#' || lg.entity_id, 'the record', 'missing', "
-    "lg.n || ' log row(s), the last to ' || lg.to_state, NULL FROM lg LEFT JOIN cur c ON c.entity = lg.entity "
-    "AND c.id = lg.entity_id WHERE lg.next_id IS NULL AND c.id IS NULL AND CAST(:activity AS TEXT) IS NULL";
+    ") "
+    "SELECT coalesce(x.entity, c.entity), coalesce(c.k, " + kKeyOf + ", '#' || x.entity_id), "
+    "CASE WHEN x.broken = 1 THEN coalesce(x.prev_to, '(created)') WHEN c.id IS NULL THEN 'the record' "
+    "WHEN x.id IS NULL THEN 'a log row' ELSE x.to_state END, "
+    "CASE WHEN x.broken = 1 THEN coalesce(x.from_state, '(created)') WHEN c.id IS NULL THEN 'missing' ELSE c.state END, "
+    "CASE WHEN x.broken = 1 THEN 'log row ' || x.id || ' (to ' || x.to_state || ') does not start where the previous "
+    "row ended' WHEN c.id IS NULL THEN x.n || ' log row(s), the last to ' || x.to_state "
+    "WHEN x.id IS NULL THEN 'no status-log row at all' ELSE 'current state against the last log row ' || x.id END, "
+    "NULL FROM x FULL JOIN cur c ON c.entity = x.entity AND c.id = x.join_id "
+    "WHERE (x.broken = 1 AND (c.id IS NOT NULL OR CAST(:activity AS TEXT) IS NULL OR " + kKeyOf + " IS NOT NULL)) "
+    "OR (x.last = 1 AND c.id IS NULL AND CAST(:activity AS TEXT) IS NULL) "
+    "OR (x.id IS NULL AND c.entity <> 'qualification') "
+    "OR (x.last = 1 AND x.to_state <> c.state)";
 
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
