@@ -421,6 +421,7 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   rt::write_file(db.dir(), "all.csv", "user_id\nu1\nu2\nu3\nu4\nu5\n");
   db.ok({"import-qualifications", "act", "all.csv"});
   db.open()->exec("UPDATE qualification SET status = 'used' WHERE user_id = 'u4'");
+  db.expect_damage();  // u4 is marked used by hand, without the claim that would have used it
   rt::write_file(db.dir(), "rv.csv", "user_id,why\nu1,x\nu2,x\nu3,x\nu4,x\nghost,x\n,x\nu1,again\n");
   auto dry = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--dry-run", "--max-rejects", "1", "-o", "json"},
                              3));
