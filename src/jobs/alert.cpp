@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 
 namespace rc::jobs {
 

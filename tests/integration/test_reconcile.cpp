@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
