@@ -160,7 +160,7 @@ void measure(store::Store& s, Times& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spdlog::set_level(spdlog::level::warn);
+  spdlog::set_level(std::getenv("REWARDCTL_BENCH_SQL") ? spdlog::level::trace : spdlog::level::warn);
   std::string pg;
   if (const char* e = std::getenv("REWARDCTL_BENCH_PG")) pg = e;
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;

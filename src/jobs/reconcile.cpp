@@ -77,13 +77,14 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     // The checks sort and hash whole tables: give them memory rather than temporary files (for this
     // transaction on PostgreSQL; for this connection on SQLite, whose process is a short-lived job).
     if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'");
-    else tx.exec_script("PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY");
+    else tx.exec_script("PRAGMA cache_size = -262144");  // (temp_store cannot change inside a transaction)
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Exit::data, "--activity: no activity '" + *o.activity + "'");
     for (auto& c : check_table()) {
       if (std::find(names.begin(), names.end(), c.info.name) == names.end()) continue;
       auto t0 = std::chrono::steady_clock::now();
       auto [sql, params] = bind_named(c.sql, values);
+      spdlog::trace("reconcile check {}: {}", c.info.name, sql);
       auto r = tx.query(sql, params);
       for (auto& row : r.rows) {
         Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};

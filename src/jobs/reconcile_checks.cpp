@@ -153,9 +153,9 @@ const std::string kStuck =
 // logged record exists. Qualifications are created by imports without a log row: for them the
 // chain starts at its first row, and a qualification without rows is fine.
 // One pass: the log in (entity, id, row) order with each row's predecessor (lag) and successor
-// (lead); only last rows and broken links go on, into one full join with the current states.
-// Broken links that are not last rows join nothing (their join id is negative) and look their key
-// up alone: they are rare.
+// (lead); only last rows and broken links go on, each looking its record up by primary key (a
+// broken link that is not a last row has a negative join id and finds nothing: it looks its key up
+// alone, it is rare). Records without any row are found by an anti-join on the log's index.
 const std::string kLoggedEntities = "('grant', 'activity', 'qualification', 'resend_bill', 'import_run')";
 const std::string kBroken =
     "coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') AND NOT (lg.n = 1 AND lg.entity = 'qualification')";
@@ -170,36 +170,46 @@ const std::string kKeyOf =
     "WHERE r.id = x.entity_id AND g.activity_id IN " + kActIds + ") "
     "WHEN 'import_run' THEN (SELECT i.import_id FROM import_run i WHERE i.id = x.entity_id AND i.activity_id IN " +
     kActIds + ") END";
+// The current state of x's record, from the primary-key lookups below.
+const std::string kCur = "coalesce(cg.state, ca.state, cq.status, cr.state, ci.state)";
+const std::string kInScope = "(CAST(:activity AS TEXT) IS NULL OR " + kKeyOf + " IS NOT NULL)";
+std::string no_log_rows(const std::string& entity, const std::string& from_where_key, const std::string& alias) {
+  return " UNION ALL SELECT '" + entity + "', " + from_where_key + " AND NOT EXISTS (SELECT 1 FROM status_log l WHERE "
+         "l.entity = '" + entity + "' AND l.entity_id = " + alias + ".id)";
+}
 const std::string kStatusLog =
     "WITH lg AS (SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
     "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
     "FROM status_log l WHERE l.entity IN " + kLoggedEntities +
     " WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)), "
-    "x AS (SELECT lg.entity, lg.entity_id, lg.id, lg.from_state, lg.to_state, lg.prev_to, lg.n, "
+    "x AS MATERIALIZED (SELECT lg.entity, lg.entity_id, lg.id, lg.from_state, lg.to_state, lg.prev_to, lg.n, "
     "CASE WHEN lg.next_id IS NULL THEN lg.entity_id ELSE -lg.id END AS join_id, "
     "CASE WHEN lg.next_id IS NULL THEN 1 ELSE 0 END AS last, "
-    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")), "
-    "cur AS (SELECT 'grant' AS entity, g.id, g.state, g.record_code AS k FROM grants g WHERE g.activity_id IN " +
-    kActIds +
-    " UNION ALL SELECT 'activity', a.id, a.state, a.code FROM activity a WHERE " + kAct +
-    " UNION ALL SELECT 'qualification', q.id, q.status, a.code || '/' || q.user_id FROM qualification q "
-    "JOIN activity a ON a.id = q.activity_id WHERE " + kAct +
-    " UNION ALL SELECT 'resend_bill', r.id, r.state, r.bill_no FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
-    "WHERE g.activity_id IN " + kActIds +
-    " UNION ALL SELECT 'import_run', i.id, i.state, i.import_id FROM import_run i WHERE i.activity_id IN " + kActIds +
-    ") "
-    "SELECT coalesce(x.entity, c.entity), coalesce(c.k, " + kKeyOf + ", '#' || x.entity_id), "
-    "CASE WHEN x.broken = 1 THEN coalesce(x.prev_to, '(created)') WHEN c.id IS NULL THEN 'the record' "
-    "WHEN x.id IS NULL THEN 'a log row' ELSE x.to_state END, "
-    "CASE WHEN x.broken = 1 THEN coalesce(x.from_state, '(created)') WHEN c.id IS NULL THEN 'missing' ELSE c.state END, "
+    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")) "
+    "SELECT x.entity, coalesce(" + kKeyOf + ", '#' || x.entity_id), "
+    "CASE WHEN x.broken = 1 THEN coalesce(x.prev_to, '(created)') WHEN " + kCur + " IS NULL THEN 'the record' "
+    "ELSE x.to_state END, "
+    "CASE WHEN x.broken = 1 THEN coalesce(x.from_state, '(created)') WHEN " + kCur + " IS NULL THEN 'missing' ELSE " +
+    kCur + " END, "
     "CASE WHEN x.broken = 1 THEN 'log row ' || x.id || ' (to ' || x.to_state || ') does not start where the previous "
-    "row ended' WHEN c.id IS NULL THEN x.n || ' log row(s), the last to ' || x.to_state "
-    "WHEN x.id IS NULL THEN 'no status-log row at all' ELSE 'current state against the last log row ' || x.id END, "
-    "NULL FROM x FULL JOIN cur c ON c.entity = x.entity AND c.id = x.join_id "
-    "WHERE (x.broken = 1 AND (c.id IS NOT NULL OR CAST(:activity AS TEXT) IS NULL OR " + kKeyOf + " IS NOT NULL)) "
-    "OR (x.last = 1 AND c.id IS NULL AND CAST(:activity AS TEXT) IS NULL) "
-    "OR (x.id IS NULL AND c.entity <> 'qualification') "
-    "OR (x.last = 1 AND x.to_state <> c.state)";
+    "row ended' WHEN " + kCur + " IS NULL THEN x.n || ' log row(s), the last to ' || x.to_state "
+    "ELSE 'current state against the last log row ' || x.id END, NULL FROM x "
+    "LEFT JOIN grants cg ON x.entity = 'grant' AND cg.id = x.join_id "
+    "LEFT JOIN activity ca ON x.entity = 'activity' AND ca.id = x.join_id "
+    "LEFT JOIN qualification cq ON x.entity = 'qualification' AND cq.id = x.join_id "
+    "LEFT JOIN resend_bill cr ON x.entity = 'resend_bill' AND cr.id = x.join_id "
+    "LEFT JOIN import_run ci ON x.entity = 'import_run' AND ci.id = x.join_id "
+    "WHERE (x.broken = 1 AND " + kInScope + ") "
+    "OR (x.last = 1 AND " + kCur + " IS NULL AND CAST(:activity AS TEXT) IS NULL) "
+    "OR (x.last = 1 AND x.to_state <> " + kCur + " AND " + kInScope + ")" +
+    no_log_rows("grant", "g.record_code, 'a log row', g.state, 'no status-log row at all', NULL FROM grants g "
+                "WHERE g.activity_id IN " + kActIds, "g") +
+    no_log_rows("activity", "a.code, 'a log row', a.state, 'no status-log row at all', NULL FROM activity a WHERE " + kAct,
+                "a") +
+    no_log_rows("resend_bill", "r.bill_no, 'a log row', r.state, 'no status-log row at all', NULL FROM resend_bill r "
+                "JOIN grants g ON g.id = r.grant_id WHERE g.activity_id IN " + kActIds, "r") +
+    no_log_rows("import_run", "i.import_id, 'a log row', i.state, 'no status-log row at all', NULL FROM import_run i "
+                "WHERE i.activity_id IN " + kActIds, "i");
 
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
