@@ -12,6 +12,7 @@
 #include "core/activity/activity.hpp"
 #include "core/audit.hpp"
 #include "core/interrupt.hpp"
+#include "jobs/batch.hpp"
 #include "jobs/input.hpp"
 #include "util/hash.hpp"
 
@@ -180,12 +181,10 @@ class ImportRun {
   }
 
   void transaction() {
-    int attempt = 0;
     Counts pending;
     int64_t pending_run_id = run_id_;
     rejects_mark_ = rejects_->flush();
-    s_.transact(store::TxMode::write, [&](store::Tx& tx) {
-      if (attempt++ > 0) restart();
+    transact_batch(s_, [this] { restart(); }, [&](store::Tx& tx) {
       Counts acc;
       try {
         do acc += load_batch(tx, total_.read + acc.read);

@@ -10,6 +10,7 @@
 #include "core/activity/activity.hpp"
 #include "core/audit.hpp"
 #include "core/interrupt.hpp"
+#include "jobs/batch.hpp"
 #include "jobs/import_qualifications.hpp"
 #include "jobs/input.hpp"
 
@@ -100,19 +101,19 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
   std::string uid, ext;
   std::vector<std::string> users;  // one chunk of user ids
   while (!eof && !over) {
-    int attempt = 0;
     RevokeCounts pending;
     const uint64_t mark = rejects.flush();
-    s.transact(store::TxMode::write, [&](store::Tx& tx) {
-      if (attempt++ > 0) {
-        if (!rd.rewindable())
-          throw Error(Exit::unavailable, "the database asked to retry, and standard input cannot be read again: rerun");
-        rd.rewind();
-        import::read_header(rd);
-        for (int64_t i = 0; i < total.read && rd.next(rec); ++i) {
-        }
-        rejects.truncate_to(mark);
+    // a retried batch reads its rows again: from the start of the file, skipping what is committed
+    auto rewind = [&] {
+      if (!rd.rewindable())
+        throw Error(Exit::unavailable, "the database asked to retry, and standard input cannot be read again: rerun");
+      rd.rewind();
+      import::read_header(rd);
+      for (int64_t i = 0; i < total.read && rd.next(rec); ++i) {
       }
+      rejects.truncate_to(mark);
+    };
+    transact_batch(s, rewind, [&](store::Tx& tx) {
       pending = total;
       eof = false;
       // One transaction: a batch, or the whole file; applied in chunks so memory stays flat.
