@@ -5,6 +5,9 @@
 
 namespace rc::cli {
 
+void register_jobs(CLI::App& app, Ctx& ctx);    // expire, jobs history | locks (cmd_jobs.cpp)
+void register_resend(CLI::App& app, Ctx& ctx);  // resend, resend list | retry | abandon (cmd_resend.cpp)
+
 void register_all(CLI::App& app, Ctx& ctx) {
   register_db(app, ctx);
   register_activity(app, ctx);
@@ -12,6 +15,8 @@ void register_all(CLI::App& app, Ctx& ctx) {
   register_claim(app, ctx);
   register_import(app, ctx);
   register_reconcile(app, ctx);
+  register_jobs(app, ctx);
+  register_resend(app, ctx);
   register_help(app, ctx);
 }
 

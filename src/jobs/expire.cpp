@@ -1,0 +1,125 @@
+#include "jobs/expire.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/audit.hpp"
+
+namespace rc::jobs {
+namespace {
+
+struct Cursor {
+  int64_t due = INT64_MIN, id = 0;
+};
+
+// The stock left per prize, the budget, and the grants by state: what an ended activity leaves.
+nlohmann::json settlement(store::Session& s, int64_t activity_id) {
+  nlohmann::json prizes = nlohmann::json::array();
+  auto p = s.query(
+      "SELECT p.code, COALESCE(SUM(st.total), 0), COALESCE(SUM(st.remain), 0) FROM prize p "
+      "LEFT JOIN stock st ON st.prize_id = p.id WHERE p.activity_id = $1 GROUP BY p.id, p.code ORDER BY p.id",
+      {activity_id});
+  for (auto& r : p.rows) prizes.push_back({{"prize", r.str(0)}, {"stock_total", r.i64(1)}, {"stock_left", r.i64(2)}});
+  nlohmann::json budget = nullptr;
+  auto b = s.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1", {activity_id});
+  if (!b.empty())
+    budget = {{"authorised_cents", b[0].i64(0)}, {"consumed_cents", b[0].i64(1)}, {"left_cents", b[0].i64(0) - b[0].i64(1)}};
+  nlohmann::json grants = nlohmann::json::object();
+  auto g = s.query("SELECT state, count(*), COALESCE(SUM(cost_cents), 0) FROM grants WHERE activity_id = $1 GROUP BY state",
+                   {activity_id});
+  for (auto& r : g.rows) grants[r.str(0)] = {{"count", r.i64(1)}, {"cost_cents", r.i64(2)}};
+  return {{"prizes", prizes}, {"budget", budget}, {"grants", grants}};
+}
+
+int64_t activities_chunk(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t n, Millis now) {
+  auto r = tx.query(
+      "SELECT id, code, state, end_at FROM activity WHERE state IN ('live', 'paused', 'gray') AND end_at <= $1 "
+      "AND (end_at > $2 OR (end_at = $2 AND id > $3)) ORDER BY end_at, id LIMIT $4",
+      {now, cur.due, cur.id, n});
+  for (auto& row : r.rows) {
+    const int64_t id = row.i64(0);
+    cur = {row.i64(3), id};
+    if (!transition(tx, "activity", "activity", id, row.str(2), "ended", run.actor(),
+                    "window ended at " + format_utc(row.i64(3)), now))
+      continue;  // changed concurrently: whoever changed it owns the outcome
+    audit(tx, run.actor(), "activity.settle", "activity", row.str(1), settlement(tx, id).dump(), now);
+    ++c["activities_ended"];
+  }
+  return int64_t(r.size());
+}
+
+// Moves the due rows of `table` (at most n, after the cursor) from `from` to `to`: one UPDATE whose
+// RETURNING names exactly the rows it changed, and one status-log row for each of those.
+int64_t expire_chunk(JobRun& run, store::Tx& tx, const std::string& table, const std::string& entity,
+                     const std::string& col, const std::string& from, const std::string& to, Cursor& cur, int64_t n,
+                     Millis now, int64_t& changed) {
+  auto due = tx.query("SELECT id, expires_at FROM " + table + " WHERE " + col + " = $1 AND expires_at IS NOT NULL AND "
+                      "expires_at <= $2 AND (expires_at > $3 OR (expires_at = $3 AND id > $4)) "
+                      "ORDER BY expires_at, id LIMIT $5",
+                      {from, now, cur.due, cur.id, n});
+  if (due.empty()) return 0;
+  cur = {due.rows.back().i64(1), due.rows.back().i64(0)};
+  store::Params p{to, now, from};
+  std::string in;
+  for (auto& row : due.rows) {
+    p.push_back(row.i64(0));
+    in += (in.empty() ? "$" : ", $") + std::to_string(p.size());
+  }
+  auto upd = tx.query("UPDATE " + table + " SET " + col + " = $1, updated_at = $2 WHERE " + col + " = $3 AND id IN (" +
+                          in + ") RETURNING id",
+                      p);
+  if (!upd.empty()) {
+    store::Params lp{entity, from, to, run.actor(), std::string("past expires_at"), now};
+    std::string values;
+    for (auto& row : upd.rows) {
+      lp.push_back(row.i64(0));
+      values += std::string(values.empty() ? "" : ", ") + "($1, CAST($" + std::to_string(lp.size()) +
+                " AS BIGINT), $2, $3, $4, $5, CAST($6 AS BIGINT))";
+    }
+    tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, created_at) VALUES " + values,
+            lp);
+  }
+  changed = int64_t(upd.size());
+  return int64_t(due.size());
+}
+
+}  // namespace
+
+void expire(JobRun& run, const ExpireOptions& o) {
+  const Millis now = run.now();
+  // activities first: an activity that ends now stops its claims before anything else moves
+  // (a retried transaction starts again from the cursor it started with: `next` is kept only
+  // once the chunk is over)
+  for (const char* k : {"activities_ended", "qualifications_expired", "grants_expired"}) run.add(k, 0);
+  Cursor cur, next;
+  while (run.more()) {
+    int64_t want = run.allowance(o.chunk), seen = 0;
+    run.chunk([&](store::Tx& tx, Counts& c) {
+      next = cur;
+      seen = activities_chunk(run, tx, c, next, want, now);
+      return c["activities_ended"];
+    });
+    cur = next;
+    if (seen < want) break;
+  }
+  struct Phase {
+    const char *table, *entity, *col, *from, *to, *count;
+  };
+  for (const Phase& ph : {Phase{"qualification", "qualification", "status", "unused", "expired", "qualifications_expired"},
+                          Phase{"grants", "grant", "state", "pending", "expired", "grants_expired"}}) {
+    Cursor pc, pnext;
+    while (run.more()) {
+      int64_t want = run.allowance(o.chunk), seen = 0;
+      run.chunk([&](store::Tx& tx, Counts& c) {
+        pnext = pc;
+        int64_t changed = 0;
+        seen = expire_chunk(run, tx, ph.table, ph.entity, ph.col, ph.from, ph.to, pnext, want, now, changed);
+        c[ph.count] += changed;
+        return changed;
+      });
+      pc = pnext;
+      if (seen < want) break;
+    }
+  }
+}
+
+}  // namespace rc::jobs
