@@ -8,6 +8,7 @@
 #include "core/engine/completion.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
+#include "core/engine/release.hpp"
 #include "core/engine/reversal.hpp"
 
 namespace rc::cli {
@@ -104,7 +105,10 @@ void register_claim(CLI::App& app, Ctx& ctx) {
       }
       if (gs.empty() && opt.user.empty()) throw Error(Exit::findings, "no such grant");
       if (gs.size() == 1 && opt.user.empty()) {
-        ctx.out.record(grant_json(gs[0]));
+        auto j = grant_json(gs[0]);
+        // a failed grant says whether its stock, budget and limit counts went back
+        if (auto note = engine::release_note(st->autocommit(), gs[0].id)) j["released"] = *note;
+        ctx.out.record(j);
         return Exit::ok;
       }
       std::vector<json> rows;

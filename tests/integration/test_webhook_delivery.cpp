@@ -15,72 +15,18 @@
 
 #include "util/hash.hpp"
 #include "support/seed.hpp"
+#include "support/webhook_endpoint.hpp"
 
 using namespace rt;
 using nlohmann::json;
 
 namespace {
 
-const char* kSecret = "test-secret-123";
+const char* kSecret = rt::kHookSecret;
+using rt::Endpoint;
 
-struct Endpoint {
-  httplib::Server srv;
-  std::thread th;
-  int port = 0;
-  std::mutex mu;
-  std::string mode = "ok";  // ok | retry | final | timeout
-  std::vector<std::string> bills;
-  std::atomic<int> bad_signatures{0};
-
-  Endpoint() {
-    srv.Post("/deliver", [this](const httplib::Request& req, httplib::Response& res) {
-      std::string want = "sha256=" + rc::hmac_sha256_hex(kSecret, req.body);
-      if (!rc::digest_equal(want, req.get_header_value("X-Rewardctl-Signature"))) {
-        ++bad_signatures;
-        res.set_content(R"({"ret":401,"errmsg":"bad signature"})", "application/json");
-        return;
-      }
-      std::string m;
-      {
-        std::lock_guard<std::mutex> l(mu);
-        bills.push_back(json::parse(req.body)["bill_no"]);
-        m = mode;
-      }
-      if (m == "timeout") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      if (m == "retry") res.set_content(R"({"ret":1001,"errmsg":"busy"})", "application/json");
-      else if (m == "final") res.set_content(R"({"ret":2001,"errmsg":"user frozen"})", "application/json");
-      else res.set_content(R"({"ret":0,"errmsg":""})", "application/json");
-    });
-    port = srv.bind_to_any_port("127.0.0.1");
-    th = std::thread([this] { srv.listen_after_bind(); });
-  }
-  ~Endpoint() {
-    srv.stop();
-    th.join();
-  }
-  void set(const std::string& m) {
-    std::lock_guard<std::mutex> l(mu);
-    mode = m;
-  }
-};
-
-std::string config(const TestDb& db, int port) {
-  return write_file(db.dir(), "rewardctl.toml",
-                    "[channels.wallet]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:" + std::to_string(port) +
-                        "/deliver\"\nsecret = \"env:HOOK_SECRET\"\ntimeout_ms = 500\nconnect_timeout_ms = 200\n"
-                        "retryable_rets = [1001]\n");
-}
-
-// Engine options as a host with this config file and the secret in its environment has them.
-rc::engine::EngineOptions engine_options(const std::string& cfg) {
-  rc::engine::EngineOptions o;
-  rc::Settings st;
-  st.file = toml::parse(read_file(cfg), cfg);
-  st.config_path = cfg;
-  o.channels = rc::delivery::parse_channels(st);
-  o.getenv = [](const char* n) -> const char* { return std::string(n) == "HOOK_SECRET" ? kSecret : nullptr; };
-  return o;
-}
+std::string config(const TestDb& db, int port) { return rt::webhook_config(db, port); }
+rc::engine::EngineOptions engine_options(const std::string& cfg) { return rt::webhook_engine_options(cfg); }
 
 }  // namespace
 

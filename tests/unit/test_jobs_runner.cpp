@@ -1,5 +1,5 @@
 // jobs/runner.cpp parse_duration_ms, jobs/job_table.cpp, jobs/lease.cpp (SQLite lock file),
-// core/engine/release.cpp resend_delay_ms, jobs/metrics.cpp.
+// core/engine/resend.cpp resend_delay_ms, jobs/metrics.cpp.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/engine/release.hpp"
+#include "core/engine/resend.hpp"
 #include "jobs/job_table.hpp"
 #include "jobs/lease.hpp"
 #include "jobs/metrics.hpp"

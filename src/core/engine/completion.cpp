@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/audit.hpp"
+#include "core/engine/release.hpp"
 
 namespace rc::engine {
 
@@ -36,6 +37,7 @@ CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, 
       return;
     }
     tx.exec("UPDATE outbox SET state = $2, updated_at = $3 WHERE bill_no = $1", {bill_no, ok ? "done" : "failed", now});
+    if (!ok) release_holdings(tx, g.id, actor, "external system failed: " + why, now);
     tx.exec("UPDATE delivery_bill SET state = $2, last_message = $3, updated_at = $4 WHERE bill_no = $1",
             {bill_no, to, why, now});
     audit(tx, actor, "grant.complete", "grant", g.record_code, nlohmann::json{{"bill_no", bill_no}, {"ok", ok}, {"reason", why}}.dump(), now);

@@ -10,6 +10,7 @@
 #include "core/engine/bill.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
+#include "core/engine/release.hpp"
 #include "core/engine/resend.hpp"
 
 namespace rc::engine {
@@ -122,9 +123,10 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
     } else if (to == "failed") {
       close_bill(tx, bill, "failed", res.code, res.message, done);
       finish_resend(tx, tgt->id, "manual", actor, why, done);
+      release_holdings(tx, tgt->id, actor, "final failure: " + why, done);
     } else {
       // retryable or unknown: the same bill number later, with exponential backoff (60 s doubling
-      // to 1 h from the first delay)
+      // to 1 h from the first delay, with jitter)
       close_bill(tx, bill, delivery::outcome_name(res.outcome), res.code, res.message, done);
       reschedule_resend(tx, tgt->id, opts_.resend_first_delay_ms, why, done);
     }

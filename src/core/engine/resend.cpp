@@ -1,6 +1,7 @@
 #include "core/engine/resend.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include "core/audit.hpp"
 
@@ -15,6 +16,12 @@ void ensure_resend(store::Session& s, const DeliveryTarget& t, const std::string
       {t.user, t.id, bill, due, expires, now});
   if (!r.empty())
     log_status(s, {"resend_bill", r[0].i64(0), std::nullopt, "pending", actor, "bill " + bill, std::nullopt}, now);
+  // A resend of an existing bill: it falls due again only once this call has certainly timed out,
+  // so a concurrent resend cannot take the delivery over while it is in flight.
+  else
+    s.exec("UPDATE resend_bill SET next_attempt_at = $2, updated_at = $3 WHERE grant_id = $1 AND state = 'pending' "
+           "AND next_attempt_at < $2",
+           {t.id, due, now});
 }
 
 void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, const std::string& actor,
@@ -32,11 +39,20 @@ bool resend_due(store::Session& s, int64_t grant_id, Millis now) {
 void reschedule_resend(store::Session& s, int64_t grant_id, int64_t first_delay_ms, const std::string& why, Millis now) {
   auto a = s.query("SELECT attempts FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {grant_id});
   int64_t attempts = a.empty() ? 0 : a[0].i64(0);
-  int64_t delay = std::min<int64_t>(first_delay_ms << std::min<int64_t>(attempts, 6), 3'600'000);
+  int64_t delay = resend_delay_ms(attempts, first_delay_ms);
   s.exec(
       "UPDATE resend_bill SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3, updated_at = $4 "
       "WHERE grant_id = $1 AND state = 'pending'",
       {grant_id, now + delay, why, now});
+}
+
+int64_t resend_delay_ms(int64_t attempts, int64_t first_ms, int64_t cap_ms) {
+  int64_t base = first_ms;
+  for (int64_t i = 0; i < attempts && base < cap_ms; ++i) base *= 2;
+  base = std::min(base, cap_ms);
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> d(0, base / 5);
+  return base - d(rng);
 }
 
 }  // namespace rc::engine

@@ -22,7 +22,12 @@ void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, c
 // True when the grant has a pending resend bill due at `now`.
 bool resend_due(store::Session& s, int64_t grant_id, Millis now);
 
-// Counts a failed attempt and sets the next one: first_delay doubled per attempt, at most 1 h.
+// Counts a failed attempt and sets the next one: resend_delay_ms from now.
 void reschedule_resend(store::Session& s, int64_t grant_id, int64_t first_delay_ms, const std::string& why, Millis now);
+
+// The wait before resend attempt `attempts` + 1: first_ms doubling per attempt, capped at cap_ms,
+// less up to a fifth at random (jitter: bills that failed together do not all return together).
+// Always in [0.8 x base, base] where base = min(first_ms x 2^attempts, cap_ms).
+int64_t resend_delay_ms(int64_t attempts, int64_t first_ms, int64_t cap_ms = 3'600'000);
 
 }  // namespace rc::engine

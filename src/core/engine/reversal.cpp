@@ -3,10 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/audit.hpp"
-#include "core/engine/budget.hpp"
 #include "core/engine/ledger.hpp"
-#include "core/engine/limits.hpp"
-#include "core/engine/stock.hpp"
+#include "core/engine/release.hpp"
 
 namespace rc::engine {
 
@@ -63,27 +61,8 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
       }
       return;
     }
-    auto info = tx.query(
-        "SELECT g.activity_id, g.prize_id, g.bucket, a.timezone, a.user_limit_period, p.user_limit_period, "
-        "a.user_limit, p.user_limit, p.buckets FROM grants g JOIN activity a ON a.id = g.activity_id "
-        "JOIN prize p ON p.id = g.prize_id WHERE g.id = $1",
-        {g->id});
-    const auto& x = info[0];
-    int64_t activity_id = x.i64(0), prize_id = x.i64(1);
-    int64_t bucket = x.is_null(2) ? preferred_bucket(g->user, x.i64(8)) : x.i64(2);
-    std::string tz = x.str(3);
-    // Returned in the order a claim takes them (limits, budget, stock last): no lock-order deadlock.
-    // The limit counts of the period the grant was made in (not today's).
-    if (!x.is_null(6)) {
-      auto per = parse_period(x.str_or(4, "total")).value_or(Period::total);
-      return_limit(tx, scope_activity(activity_id), g->user, period_key(per, g->created_at, tz));
-    }
-    if (!x.is_null(7)) {
-      auto per = parse_period(x.str_or(5, "total")).value_or(Period::total);
-      return_limit(tx, scope_prize(prize_id), g->user, period_key(per, g->created_at, tz));
-    }
-    if (g->cost_cents > 0) return_budget(tx, activity_id, g->cost_cents);
-    return_stock(tx, prize_id, bucket);
+    // limits, budget and stock back (release.hpp)
+    give_back(tx, g->id);
     // A ledger credit is debited once (ledger_debit is idempotent by bill number).
     if (g->bill_no && credit) ledger_debit(tx, *g->bill_no, *credit, now);
     audit(tx, actor, "grant.reverse", "grant", record_code,
