@@ -13,11 +13,9 @@
 
 namespace rc::jobs::reconcile {
 
-// Held grants (pending, held_by_fuse) take nothing; reversed grants gave it back. A failed grant
-// still holds what it took until delivery failures release it (the jobs issue's release-on-failure):
-// when that lands, 'failed' leaves this list.
-const char* const kHoldingStates =
-    "('init', 'issuing', 'success', 'delayed_resend', 'awaiting_external', 'failed')";
+// Held grants (pending, held_by_fuse) take nothing; reversed grants gave it back, and so did failed
+// ones (core/engine/release.hpp: a grant that ends failed releases what it took, once).
+const char* const kHoldingStates = "('init', 'issuing', 'success', 'delayed_resend', 'awaiting_external')";
 
 namespace {
 
