@@ -5,6 +5,7 @@
 #include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
 #include "jobs/resend.hpp"
+#include "util/csv_reader.hpp"
 
 namespace rc::cli {
 
@@ -32,6 +33,13 @@ json bill_json(const jobs::ResendBill& b) {
           {"next_attempt_at", format_utc(b.next_attempt_at)},
           {"expires_at", format_utc(b.expires_at)},
           {"last_error", b.last_error ? json(*b.last_error) : json(nullptr)}};
+}
+
+// Text an operator typed that goes into the database: refused at the edge, before anything is opened.
+void check_text(const std::string& v, const std::string& what, size_t max, bool required) {
+  if (required && v.empty()) throw Error(Exit::usage, what + " must not be empty");
+  if (v.size() > max) throw Error(Exit::usage, what + " is longer than " + std::to_string(max) + " bytes");
+  if (!csv::valid_utf8(v)) throw Error(Exit::usage, what + " is not valid UTF-8");
 }
 
 Exit report_change(Ctx& ctx, const jobs::ResendChange& c) {
@@ -65,6 +73,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   list->add_option("--limit", opt.limit, "At most N bills (default 100)")->check(CLI::Range(1, 1000000));
   list->callback([&ctx] {
     ctx.action = [&ctx] {
+      check_text(opt.activity, "--activity", 200, false);
       auto st = ctx.open_store();
       std::vector<json> rows;
       for (auto& b : jobs::list_resend(*st, opt.state, opt.activity, opt.limit)) rows.push_back(bill_json(b));
@@ -80,6 +89,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   retry->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
   retry->callback([&ctx] {
     ctx.action = [&ctx] {
+      check_text(opt.bill, "BILL", 200, true);
       auto st = ctx.open_store();
       return report_change(ctx, jobs::retry_resend(*st, opt.bill, ctx.settings.operator_name, ctx.now(),
                                                    engine_options(ctx).resend_expiry_ms, opt.dry_run));
@@ -93,6 +103,8 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   ab->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
   ab->callback([&ctx] {
     ctx.action = [&ctx] {
+      check_text(opt.bill, "BILL", 200, true);
+      check_text(opt.reason, "--reason", 500, true);
       auto st = ctx.open_store();
       return report_change(ctx, jobs::abandon_resend(*st, opt.bill, opt.reason, ctx.settings.operator_name, ctx.now(),
                                                      opt.dry_run));

@@ -167,6 +167,12 @@ TEST_CASE("resend: abandon fails the grant and releases once, also when two oper
   CHECK(json::parse(pending[0])["bill_no"] == bill);
   CHECK(json::parse(pending[0])["grant_state"] == "delayed_resend");
 
+  // bad input: refused at the edge with 64, nothing written
+  w.db.ok({"resend", "abandon", bill, "--reason", ""}, 64, w.at(T0));
+  auto bad = w.db.ok({"resend", "abandon", bill, "--reason", "\xff\xfe bad"}, 64, w.at(T0));
+  CHECK(bad.err.find("--reason is not valid UTF-8") != std::string::npos);
+  w.db.ok({"resend", "abandon", std::string(300, 'B'), "--reason", "x"}, 64, w.at(T0));
+  w.db.ok({"resend", "list", "--activity", "\xc3("}, 64, w.at(T0));
   auto dry = last(w.db.ok({"resend", "abandon", bill, "--reason", "user closed account", "--dry-run", "-o", "json"}, 0, w.at(T0)));
   CHECK(dry["changed"] == true);
   CHECK(w.stock() == 4);
