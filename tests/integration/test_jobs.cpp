@@ -40,7 +40,15 @@ TEST_CASE("jobs: a second expire while one holds the lease exits 75 naming the h
   REQUIRE(rt::wait_for(db, "SELECT count(*) FROM job_lock WHERE name = 'expire' AND pid IS NOT NULL", 1));
   REQUIRE(rt::wait_for(db, "SELECT count(*) FROM qualification WHERE status = 'expired'", 1));
   kill(a, SIGSTOP);
-  const int64_t before = changes(db);
+  // a COMMIT A sent just before it stopped may still land on the server: wait until nothing moves
+  int64_t before = changes(db);
+  REQUIRE(rt::eventually([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    int64_t now = changes(db);
+    bool still = now == before;
+    before = now;
+    return still;
+  }));
   auto b = db.ok({"expire", "-o", "json"}, 75, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}});
   CHECK(b.err.find("lease 'expire' is held by job expire run") != std::string::npos);
   CHECK(b.err.find("(pid " + std::to_string(a)) != std::string::npos);
