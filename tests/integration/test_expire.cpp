@@ -67,6 +67,9 @@ void world(const TestDb& db) {
       "created_at, updated_at) SELECT 'Rheld', 'held1', a.id, p.id, 'h1', 1, 100, 'pending', CAST($1 AS BIGINT), 0, 0 "
       "FROM activity a JOIN prize p ON p.activity_id = a.id WHERE a.code = 'running'",
       {kDue});
+  db.open()->exec(
+      "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, created_at) "
+      "SELECT 'grant', id, NULL, 'pending', 'test', 'held_by_fuse', 0 FROM grants WHERE biz_id = 'held1'");
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ int64_t make_activity(const TestDb& db, const std::string& code, const std::stri
     tx.exec("INSERT INTO stock (prize_id, bucket, total, remain) VALUES ($1, 0, $2, $2)", {prize, stock});
     if (budget_cents > 0)
       tx.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents) VALUES ($1, $2, 0)", {id, budget_cents});
+    // the status-log row of its creation, as every activity has (the reconcile oracle checks it)
+    tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) "
+            "VALUES ('activity', $1, NULL, $2, 'test', 0)",
+            {id, state});
   });
   return id;
 }

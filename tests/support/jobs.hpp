@@ -12,7 +12,8 @@
 namespace rt {
 
 // An activity row in `state` whose window ends at end_at (epoch ms), with one prize of `stock`
-// units in one bucket and, when budget_cents > 0, a budget. Returns its id.
+// units in one bucket, when budget_cents > 0 a budget, and the status-log row of its creation.
+// Returns its id.
 int64_t make_activity(const TestDb& db, const std::string& code, const std::string& state, int64_t end_at,
                       int64_t stock = 10, int64_t budget_cents = 0);
 // n unused qualifications of activity `code` (users q1..qN) expiring at expires_at (epoch ms).
