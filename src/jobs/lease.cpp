@@ -25,7 +25,7 @@ class PgLease : public Lease {
   PgLease(std::unique_ptr<store::Store> s, std::string key) : s_(std::move(s)), key_(std::move(key)) {}
   ~PgLease() override {
     try {
-      s_->autocommit().query("SELECT pg_advisory_unlock(7261748, hashtext($1::text))", {key_});
+      s_->autocommit().query("SELECT pg_advisory_unlock(7261748, hashtext(current_schema() || '/' || $1::text))", {key_});
     } catch (...) {
       // the session ends with the store below, which frees the lock anyway
     }
@@ -61,7 +61,7 @@ std::unique_ptr<Lease> try_lease(const store::Dsn& dsn, const std::string& key) 
   store::StoreOptions o;
   o.retries = 2;
   auto s = store::open_postgres(dsn.target, o);
-  auto r = s->autocommit().query("SELECT CASE WHEN pg_try_advisory_lock(7261748, hashtext($1::text)) THEN 1 ELSE 0 END",
+  auto r = s->autocommit().query("SELECT CASE WHEN pg_try_advisory_lock(7261748, hashtext(current_schema() || '/' || $1::text)) THEN 1 ELSE 0 END",
                                  {key});
   if (r[0].i64(0) != 1) return nullptr;
   return std::make_unique<PgLease>(std::move(s), key);

@@ -2,7 +2,8 @@
 // The lease that keeps two runs of an exclusive job apart, across hosts, and that the system frees
 // when its holder dies (so a SIGKILLed run never blocks the next one):
 //   PostgreSQL: a session advisory lock on a connection of its own (the server frees it when the
-//               session ends);
+//               session ends), keyed by schema and key: advisory locks are per database, and two
+//               rewardctl schemas in one database must not block each other;
 //   SQLite:     flock(LOCK_EX) on a file beside the database, DB.job-KEY.lock (the kernel frees it
 //               when the process ends). The file is never removed: removing a lock file races.
 // Who holds it is recorded separately, in job_lock, only to name the holder to a second run.
