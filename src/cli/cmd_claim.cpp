@@ -10,6 +10,7 @@
 #include "core/engine/ledger.hpp"
 #include "core/engine/release.hpp"
 #include "core/engine/reversal.hpp"
+#include "core/identifier.hpp"
 
 namespace rc::cli {
 
@@ -21,12 +22,12 @@ struct {
 } opt;
 
 Exit run_claim(Ctx& ctx) {
-  auto st = ctx.open_store();
-  engine::Engine eng(*st, *ctx.clock, engine_options(ctx));
   engine::ClaimRequest r;
   r.activity = opt.activity;
-  r.user = opt.user;
-  r.biz_id = opt.biz_id;
+  r.user = require_identifier(opt.user, IdKind::user, "--user");
+  r.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
+  auto st = ctx.open_store();
+  engine::Engine eng(*st, *ctx.clock, engine_options(ctx));
   if (!opt.source.empty()) r.source = opt.source;
   if (!opt.prize.empty()) r.prize = opt.prize;
   r.deliver = !opt.no_deliver;
@@ -45,9 +46,9 @@ Exit run_claim(Ctx& ctx) {
 }
 
 Exit run_reverse(Ctx& ctx) {
-  auto st = ctx.open_store();
   std::optional<std::string> rid;
-  if (!opt.request_id.empty()) rid = opt.request_id;
+  if (!opt.request_id.empty()) rid = require_identifier(opt.request_id, IdKind::key, "--request-id");
+  auto st = ctx.open_store();
   auto o = engine::reverse(*st, opt.code, opt.reason, rid, ctx.settings.operator_name, ctx.now(), opt.dry_run,
                            opt.downstream_reversed);
   json j{{"record_code", opt.code}, {"changed", o.changed}, {"replayed", o.replayed}, {"state", o.state},
@@ -92,6 +93,8 @@ void register_claim(CLI::App& app, Ctx& ctx) {
     ctx.action = [&ctx] {
       int given = !opt.code.empty() + !opt.biz_id.empty() + !opt.user.empty();
       if (given != 1) throw Error(Exit::usage, "record show needs exactly one of CODE, --biz-id or --user");
+      if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
+      if (!opt.user.empty()) opt.user = require_identifier(opt.user, IdKind::user, "--user");
       auto st = ctx.open_store();
       std::vector<engine::GrantView> gs;
       if (!opt.code.empty()) {
@@ -154,6 +157,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   bal->add_option("user", opt.user, "User id")->required();
   bal->callback([&ctx] {
     ctx.action = [&ctx] {
+      opt.user = require_identifier(opt.user, IdKind::user, "USER");
       auto st = ctx.open_store();
       auto balances = store::transact(*st, store::TxMode::read,
                                       [](store::Tx& tx) { return engine::ledger_balances(tx, opt.user); });
@@ -167,6 +171,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   ent->add_option("user", opt.user, "User id")->required();
   ent->callback([&ctx] {
     ctx.action = [&ctx] {
+      opt.user = require_identifier(opt.user, IdKind::user, "USER");
       auto st = ctx.open_store();
       auto entries = store::transact(*st, store::TxMode::read,
                                      [](store::Tx& tx) { return engine::ledger_entries(tx, opt.user); });

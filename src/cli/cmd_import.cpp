@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "core/identifier.hpp"
 #include "jobs/import_qualifications.hpp"
 
 namespace rc::cli {
@@ -100,6 +101,7 @@ Exit run_revoke(Ctx& ctx) {
 }
 
 Exit run_show(Ctx& ctx) {
+  opt.user = require_identifier(opt.user, IdKind::user, "USER");
   auto store = ctx.open_store();
   auto q = jobs::find_qualification(*store, opt.activity, opt.user);
   if (!q) throw Error(Exit::findings, "user '" + opt.user + "' has no qualification in " + opt.activity);

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/identifier.hpp"
 
 namespace rc::jobs::import {
 
@@ -13,48 +14,11 @@ namespace {
 
 bool ignored_column(const std::string& n) { return n == "_line" || n == "_error"; }
 
-// Length of a trimmable space at the start (front) or end of s[b, e), 0 when none.
-size_t space_at(const std::string& s, size_t b, size_t e, bool front) {
-  static const std::string_view kSpaces[] = {"\xC2\xA0", "\xE3\x80\x80", "\xEF\xBB\xBF"};
-  char c = front ? s[b] : s[e - 1];
-  if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f') return 1;
-  std::string_view v(s.data() + b, e - b);
-  for (auto sp : kSpaces) {
-    if (v.size() < sp.size()) continue;
-    if (front ? v.substr(0, sp.size()) == sp : v.substr(v.size() - sp.size()) == sp) return sp.size();
-  }
-  return 0;
-}
-
 }  // namespace
 
-std::string trim_user_id(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e) {
-    size_t n = space_at(s, b, e, true);
-    if (!n) break;
-    b += n;
-  }
-  while (e > b) {
-    size_t n = space_at(s, b, e, false);
-    if (!n) break;
-    e -= n;
-  }
-  return s.substr(b, e - b);
-}
+std::string trim_user_id(const std::string& s) { return trim_identifier(s); }
 
-std::string check_user_id(const std::string& id) {
-  if (id.empty()) return "user_id is empty";
-  if (id.size() > kMaxUserIdBytes)
-    return "user_id is " + std::to_string(id.size()) + " bytes, at most " + std::to_string(kMaxUserIdBytes);
-  if (!csv::valid_utf8(id)) return "user_id is not valid UTF-8";
-  for (size_t i = 0; i < id.size(); ++i) {
-    auto c = static_cast<unsigned char>(id[i]);
-    bool c1 = c == 0xC2 && i + 1 < id.size() && static_cast<unsigned char>(id[i + 1]) < 0xA0;  // U+0080..U+009F
-    if (c < 0x20 || c == 0x7F || c1) return "user_id holds a control character";
-  }
-  return "";
-}
+std::string check_user_id(const std::string& id) { return identifier_error(id, IdKind::user, "user_id"); }
 
 Header read_header(csv::Reader& reader) {
   csv::Record rec;

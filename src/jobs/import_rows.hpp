@@ -11,8 +11,6 @@
 
 namespace rc::jobs::import {
 
-constexpr size_t kMaxUserIdBytes = 64;
-
 struct Header {
   std::vector<std::string> names;  // as in the file, trimmed
   size_t user_col = 0;
@@ -30,9 +28,9 @@ Header read_header(csv::Reader& reader);
 // worded for the rejects file ("user_id is empty", "3 fields, the header has 2").
 std::string check_row(const Header& h, const csv::Record& rec, std::string& user_id, std::string& ext);
 
-// Reason a user id is invalid, or "" (after trimming: present, at most 64 bytes, printable UTF-8).
+// Reason a user id is invalid, or "": the identifier rules of core/identifier.hpp, named "user_id".
 std::string check_user_id(const std::string& id);
-// Strips ASCII white space and the Unicode spaces exports add (U+00A0, U+3000, U+FEFF).
+// trim_identifier (core/identifier.hpp).
 std::string trim_user_id(const std::string& s);
 
 // The record as rejects-file text (no line end): the header's columns, missing ones empty and extra

@@ -605,11 +605,99 @@ TEST_CASE("lint: limit_above_stock, buckets_over_stock, zero_stock, unused_item"
 
   auto b = review(with(kDirect, "stock = 100", "stock = 3\nstock_buckets = 8"));
   REQUIRE(find(b, "buckets_over_stock", "prizes[0].stock_buckets"));
-  CHECK(find(b, "buckets_over_stock")->severity == Severity::warning);
+  CHECK(find(b, "buckets_over_stock")->severity == Severity::error);  // empty buckets only slow claims down
+  CHECK_FALSE(b.def);
   auto z = review(with(kDirect, "stock = 100", "stock = 0"));
   CHECK(find(z, "zero_stock", "prizes[0].stock")->severity == Severity::warning);
   auto u = review(kDirect + "\n[items.spare]\nkind = \"virtual\"\nunit_cost_cents = 0\nchannel = \"ledger\"\n");
   CHECK(find(u, "unused_item", "items.spare"));
+}
+
+TEST_CASE("lint: more stock buckets than the sane maximum is an error, even with stock for each") {
+  auto over = review(with(kDirect, "stock = 100", "stock = 100000000\nstock_buckets = 100000000"));
+  auto* f = find(over, "buckets_over_max", "prizes[0].stock_buckets");
+  REQUIRE_MESSAGE(f, dump(over));
+  CHECK(f->severity == Severity::error);
+  CHECK(f->message.find("at most 1024") != std::string::npos);
+  CHECK_FALSE(over.def);
+  auto pg_int = review(with(kDirect, "stock = 100", "stock = 10\nstock_buckets = 3000000000"));
+  CHECK(find(pg_int, "buckets_over_max", "prizes[0].stock_buckets"));
+  CHECK_FALSE(find(pg_int, "buckets_over_stock"));  // one finding per field
+  auto max = review(with(kDirect, "stock = 100", "stock = 5000\nstock_buckets = 1024"));
+  CHECK_MESSAGE(!has_errors(max.findings), dump(max));
+}
+
+TEST_CASE("lint: value_too_large - sums, products, day counts and INTEGER columns the engine cannot hold") {
+  SUBCASE("lottery weights that sum beyond 64 bits") {
+    auto p = review(with(with(kLottery, "weight = 1\n", "weight = 9223372036854775807\n"), "weight = 50", "weight = 1"));
+    auto* f = find(p, "value_too_large", "prizes");
+    REQUIRE_MESSAGE(f, dump(p));
+    CHECK(f->severity == Severity::error);
+    CHECK(f->message.find("weights") != std::string::npos);
+    CHECK_FALSE(p.def);
+  }
+  SUBCASE("a single weight at INT64_MAX alone is fine when the sum fits") {
+    std::string one = with(with(with(with(kLottery, "weight = 50", "weight = 0"), "weight = 200", "weight = 0"),
+                                "weight = 749", "weight = 0"),
+                           "weight = 1\n", "weight = 9223372036854775807\n");
+    auto p = review(one);
+    CHECK_FALSE(find(p, "value_too_large"));
+  }
+  SUBCASE("validity_days beyond 100 years") {
+    auto p = review(with(kDirect, "stock = 100", "stock = 100\nvalidity_days = 9223372036854775807"));
+    auto* f = find(p, "value_too_large", "prizes[0].validity_days");
+    REQUIRE_MESSAGE(f, dump(p));
+    CHECK(f->message.find("36500") != std::string::npos);
+    CHECK(f->line == 19);
+    CHECK_FALSE(find(review(with(kDirect, "stock = 100", "stock = 100\nvalidity_days = 36500")), "value_too_large"));
+  }
+  SUBCASE("amount x unit cost beyond 64 bits") {
+    auto p = review(with(kDirect, "amount = 1", "amount = 9223372036854775807"));
+    CHECK(find(p, "value_too_large", "prizes[0].amount"));
+    auto r = review(with(with(kRedpack, "amount_max = 100", "amount_max = 9223372036854775807"), "unit_cost_cents = 1",
+                         "unit_cost_cents = 2"));
+    CHECK(find(r, "value_too_large", "prizes[0].amount_max"));
+  }
+  SUBCASE("stock x cost summed over the prizes beyond 64 bits") {
+    auto p = review(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 1000000000000"), "stock = 100",
+                         "stock = 10000000000"));
+    auto* f = find(p, "value_too_large", "prizes");
+    REQUIRE_MESSAGE(f, dump(p));
+    CHECK(f->message.find("10000000000000000000000 cents") != std::string::npos);
+  }
+  SUBCASE("stock, cost and budget at INT64_MAX: the budget cannot take one more grant's cost") {
+    auto p = review(with(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 1"), "stock = 100",
+                              "stock = 9223372036854775807"),
+                         "budget_cents = 100000", "budget_cents = 9223372036854775807"));
+    auto* f = find(p, "value_too_large", "budget_cents");
+    REQUIRE_MESSAGE(f, dump(p));
+    CHECK(f->message.find("9223372036854775806") != std::string::npos);  // the largest budget that works
+    CHECK_FALSE(find(p, "value_too_large", "prizes"));  // INT64_MAX x 1 cent still fits
+  }
+  SUBCASE("fuse values for INTEGER columns") {
+    auto p = review(kDirect + "\n[[fuse]]\nname = \"f\"\nwindow_seconds = 2147483648\nmax_count = 5\n"
+                              "pop_percent = 2147483647\ndod_percent = 99999999999\n");
+    CHECK(find(p, "value_too_large", "fuse[0].window_seconds"));
+    CHECK_FALSE(find(p, "value_too_large", "fuse[0].pop_percent"));
+    CHECK(find(p, "value_too_large", "fuse[0].dod_percent"));
+  }
+}
+
+TEST_CASE("definition: gray list and blacklist users follow the identifier rules (bad_user_id)") {
+  auto p = review(with(kDirect, "budget_cents = 100000",
+                       "budget_cents = 100000\n[gray]\nusers = [\" qa \", \"   \", \"a\\u0001b\", \"" + std::string(65, 'u') +
+                           "\"]\n[blacklist]\nusers = [\"\"]"));
+  REQUIRE_MESSAGE(find(p, "bad_user_id", "gray.users[1]"), dump(p));
+  CHECK(find(p, "bad_user_id", "gray.users[1]")->message.find("is empty") != std::string::npos);
+  CHECK(find(p, "bad_user_id", "gray.users[2]")->message.find("control character") != std::string::npos);
+  CHECK(find(p, "bad_user_id", "gray.users[3]")->message.find("65 bytes, at most 64") != std::string::npos);
+  CHECK(find(p, "bad_user_id", "blacklist.users[0]"));
+  CHECK_FALSE(find(p, "bad_user_id", "gray.users[0]"));
+  CHECK_FALSE(p.def);
+  auto ok = parse_definition(with(kDirect, "budget_cents = 100000", "budget_cents = 100000\n[gray]\nusers = [\" qa \"]"),
+                             "t.toml");
+  REQUIRE(ok.def);
+  CHECK(ok.def->gray_users == std::vector<std::string>{"qa"});  // stored trimmed, as a claim's --user is
 }
 
 TEST_CASE("lint: redpack_range and redpack_shape") {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/identifier.hpp"
 #include "util/checked_math.hpp"
 #include "util/text_distance.hpp"
 
@@ -344,13 +345,21 @@ class Parser {
     for (size_t i = 0; i < a->size(); ++i) {
       const toml::node& el = *a->get(i);
       auto s = el.value<std::string>();
-      if (!el.is_string() || !s || s->empty()) {
-        add("wrong_type", index(up, i), "'" + index(up, i) + "' must be a non-empty user id string, not " +
-                                            (el.is_string() ? std::string("empty") : type_desc(el)),
+      if (!el.is_string() || !s) {
+        add("wrong_type", index(up, i), "'" + index(up, i) + "' must be a user id string, not " + type_desc(el),
             el.source());
         continue;
       }
-      out.push_back(*s);
+      // the identifier rules of every other edge (claim flags, CSV rows): trimmed, then checked
+      std::string id = trim_identifier(*s);
+      std::string why = identifier_error(id, IdKind::user, "'" + index(up, i) + "'");
+      if (!why.empty()) {
+        add("bad_user_id", index(up, i), why + ": user ids are 1 to " + std::to_string(kMaxUserIdBytes) +
+                                             " bytes of UTF-8 without control characters",
+            el.source());
+        continue;
+      }
+      out.push_back(id);
     }
     return out;
   }

@@ -33,6 +33,12 @@
 
 namespace rc::activity {
 
+// What the engine and the schema can hold. lint() refuses a definition beyond them
+// (buckets_over_max, value_too_large), so that whatever `create` accepts, every claim can process.
+constexpr int64_t kMaxStockBuckets = 1024;   // stock rows per prize
+constexpr int64_t kMaxValidityDays = 36500;  // 100 years: expiry dates stay printable (year <= 9999)
+constexpr int64_t kMaxInt32 = 2147483647;    // INTEGER columns (PostgreSQL int4): fuse window and percents
+
 enum class Kind { direct, lottery, redpack };
 const char* kind_name(Kind k);
 std::optional<Kind> parse_kind(const std::string& s);

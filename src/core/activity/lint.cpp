@@ -7,9 +7,10 @@
 //   error    unknown_item, duplicate_code, unknown_channel, cash_without_budget, no_prizes,
 //            bad_weight, weights_zero, no_consolation, kind_mismatch, guarantee_unknown_prize,
 //            guarantee_bad_nth, amount_over_item_max, redpack_range, redpack_shape,
-//            fuse_unknown_prize, fuse_no_threshold
+//            fuse_unknown_prize, fuse_no_threshold, buckets_over_stock, buckets_over_max,
+//            value_too_large
 //   warning  stock_over_budget, amount_outlier, amount_vs_unit_cost, cash_unit_cost,
-//            limit_above_stock, buckets_over_stock, zero_stock, weight_ignored, unused_item,
+//            limit_above_stock, zero_stock, weight_ignored, unused_item,
 //            guarantee_unreachable, gray_overlaps_blacklist, window_too_long
 //   info     expected_cost
 #include <algorithm>
@@ -38,6 +39,14 @@ std::string money(int64_t cents) {
 }
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
+
+// A non-negative 128-bit value in decimal (std::to_string has no overload for it).
+std::string big(__int128 v) {
+  if (v <= 0) return "0";
+  std::string out;
+  for (; v > 0; v /= 10) out.insert(out.begin(), char('0' + int(v % 10)));
+  return out;
+}
 
 std::string list(const std::vector<std::string>& v) {
   std::string out;
@@ -69,6 +78,7 @@ class Linter {
       add("kind_mismatch", Severity::error, "lottery",
           "[lottery] applies only to kind = \"lottery\": remove it, or change the kind");
     if (d_.kind == Kind::redpack) redpack();
+    limits();
     activity_limit();
     stock_vs_budget();
     outliers();
@@ -184,8 +194,14 @@ class Linter {
     if (p.stock == 0)
       add("zero_stock", Severity::warning, p.path + ".stock",
           "prize " + q(p.code) + " has stock 0 and can never be granted: set its stock");
-    else if (p.stock_buckets > p.stock)
-      add("buckets_over_stock", Severity::warning, p.path + ".stock_buckets",
+    // Every bucket is a stock row written at create time; a bucket that starts empty can only make
+    // claims slower. Beyond kMaxStockBuckets the rows cost more than the contention they spread.
+    if (p.stock_buckets > kMaxStockBuckets)
+      add("buckets_over_max", Severity::error, p.path + ".stock_buckets",
+          "prize " + q(p.code) + " asks for " + std::to_string(p.stock_buckets) + " stock buckets: use at most " +
+              std::to_string(kMaxStockBuckets) + " (16 to 64 already spread the hottest prize)");
+    else if (p.stock > 0 && p.stock_buckets > p.stock)
+      add("buckets_over_stock", Severity::error, p.path + ".stock_buckets",
           "prize " + q(p.code) + " spreads stock " + std::to_string(p.stock) + " over " +
               std::to_string(p.stock_buckets) + " buckets, so some buckets start empty: use at most " +
               std::to_string(p.stock) + " buckets");
@@ -272,6 +288,57 @@ class Linter {
     if (it && it->kind != "cash")
       add("redpack_shape", Severity::error, p.path + ".item",
           "a redpack pays cash, but item " + q(it->code) + " is kind " + q(it->kind) + ": use an item with kind = \"cash\"");
+  }
+
+  // Values the engine's int64 arithmetic or the schema's columns cannot hold. Each passes parsing
+  // (it is a valid int64), then would fail every claim (overflow, exit 65) or the create itself
+  // (PostgreSQL "integer out of range", exit 70). Sums and products are computed in 128 bits.
+  void limits() {
+    auto too_large = [&](const std::string& path, const std::string& msg) {
+      add("value_too_large", Severity::error, path, msg);
+    };
+    const __int128 kI64 = INT64_MAX;
+    __int128 total_cost = 0, max_cost = 0;
+    for (auto& p : d_.prizes) {
+      const ItemDef* it = d_.item(p.item);
+      int64_t top = std::max(p.amount, p.amount_max.value_or(p.amount));
+      __int128 cost = it ? __int128(top) * it->unit_cost_cents : 0;
+      if (cost > kI64)
+        too_large(amount_path(p), "prize " + q(p.code) + ": " + std::to_string(top) + " units x unit_cost_cents " +
+                                       std::to_string(it->unit_cost_cents) +
+                                       " does not fit in 64 bits: no claim could be costed; lower the amount");
+      max_cost = std::max(max_cost, cost);
+      total_cost += __int128(p.stock) * cost;
+      if (p.validity_days && *p.validity_days > kMaxValidityDays)
+        too_large(p.path + ".validity_days", "validity_days is " + std::to_string(*p.validity_days) + ": at most " +
+                                                 std::to_string(kMaxValidityDays) + " (100 years)");
+    }
+    // Reconcile and the ledger sum grant costs: all stock at its maximum cost must fit in int64.
+    if (total_cost > kI64)
+      too_large("prizes", "all stock at its maximum cost adds up to " + big(total_cost) +
+                              " cents, more than 64 bits hold: costs could not be summed; lower stock or amounts");
+    // consumed + cost must never overflow, whichever way a statement adds them.
+    if (d_.budget_cents && __int128(*d_.budget_cents) + max_cost > kI64)
+      too_large("budget_cents", "budget_cents " + std::to_string(*d_.budget_cents) +
+                                    " plus one grant's cost does not fit in 64 bits: use a budget below " +
+                                    std::to_string(static_cast<long long>(kI64 - max_cost)));
+    if (d_.kind == Kind::lottery) {
+      __int128 weights = 0;
+      for (auto& p : d_.prizes) weights += p.weight;
+      if (weights > kI64)
+        too_large("prizes", "the lottery weights add up to more than 64 bits: a draw could not be made; "
+                            "use smaller weights (only their ratios matter)");
+    }
+    for (auto& f : d_.fuses) {
+      auto int32 = [&](const std::string& field, std::optional<int64_t> v) {
+        if (v && *v > kMaxInt32)
+          too_large(f.path + "." + field, field + " is " + std::to_string(*v) + ": at most " +
+                                              std::to_string(kMaxInt32));
+      };
+      int32("window_seconds", f.window_seconds);
+      int32("pop_percent", f.pop_percent);
+      int32("dod_percent", f.dod_percent);
+    }
   }
 
   // In a direct or redpack activity every claim yields the prize, so an activity limit above a
