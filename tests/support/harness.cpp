@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,7 +49,7 @@ std::vector<std::string> lines(const std::string& s) {
 }
 
 Run run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env, const std::string& input,
-        const std::string& cwd) {
+        const std::string& cwd, int as_uid) {
   std::string tmp = make_temp_dir();
   std::string in = write_file(tmp, "in", input), outp = tmp + "/out", errp = tmp + "/err";
   std::vector<std::string> envs;
@@ -80,6 +81,7 @@ Run run(const std::vector<std::string>& args, const std::map<std::string, std::s
     dup2(fo, 1);
     dup2(fe, 2);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    if (as_uid >= 0 && (setgroups(0, nullptr) != 0 || setgid(gid_t(as_uid)) != 0 || setuid(uid_t(as_uid)) != 0)) _exit(126);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
@@ -171,6 +173,11 @@ Run TestDb::rc(std::vector<std::string> args, const std::map<std::string, std::s
                const std::string& input) const {
   args.insert(args.begin(), {"--db", url_});
   return run(args, env, input, dir_);
+}
+
+Run TestDb::rc_as(int uid, std::vector<std::string> args) const {
+  args.insert(args.begin(), {"--db", url_});
+  return run(args, {}, "", dir_, uid);
 }
 
 Run TestDb::ok(std::vector<std::string> args, int expect, const std::map<std::string, std::string>& env,

@@ -17,9 +17,10 @@ struct Run {
   std::string all() const { return out + err; }
 };
 
-// Runs rewardctl with args (and env additions) in cwd; stdin gets `input`.
+// Runs rewardctl with args (and env additions) in cwd; stdin gets `input`. as_uid >= 0 (root only):
+// the child runs as that user and group id, to meet files owned by someone else.
 Run run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
-        const std::string& input = "", const std::string& cwd = "");
+        const std::string& input = "", const std::string& cwd = "", int as_uid = -1);
 
 std::string backend();  // "sqlite" or "postgres"
 bool is_pg();
@@ -43,6 +44,8 @@ class TestDb {
   // rewardctl --db URL args...
   Run rc(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
          const std::string& input = "") const;
+  // rc as another user (see run's as_uid)
+  Run rc_as(int uid, std::vector<std::string> args) const;
   // rc + fail the test unless the exit code is `expect`
   Run ok(std::vector<std::string> args, int expect = 0, const std::map<std::string, std::string>& env = {},
          const std::string& input = "") const;

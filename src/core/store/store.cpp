@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include "core/interrupt.hpp"
+
 namespace rc::store {
 
 const char* dialect_name(Dialect d) { return d == Dialect::sqlite ? "sqlite" : "postgres"; }
@@ -77,6 +79,7 @@ Result Store::query(const std::string& sql, const Params& params) {
 }
 
 void Store::before_retry(int attempt, const std::string& why) {
+  check_interrupted();  // a signal ends the retrying too (exit 130)
   if (attempt >= max_retries_)
     throw Error(Exit::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
   ++retries_;

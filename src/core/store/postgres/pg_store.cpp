@@ -6,6 +6,8 @@
 #include <array>
 #include <unordered_map>
 
+#include "core/interrupt.hpp"
+#include "core/store/fault.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::store {
@@ -18,22 +20,57 @@ std::string first_line(const std::string& s) {
   return r;
 }
 
+// The SQLSTATE of a libpqxx exception. libpqxx 6.4 leaves sql_error::sqlstate() empty for several
+// errors (a permission denied on a prepared statement among them), and reports serialization
+// failures and deadlocks as a transaction_rollback that is no sql_error at all; the exception's type
+// still says its class.
+std::string sqlstate_of(const std::exception& ex) {
+  if (auto* se = dynamic_cast<const pqxx::sql_error*>(&ex); se && !se->sqlstate().empty()) return se->sqlstate();
+  auto is = [&ex](auto* type) { return dynamic_cast<decltype(type)>(&ex) != nullptr; };
+  if (is((const pqxx::serialization_failure*)nullptr)) return "40001";
+  if (is((const pqxx::deadlock_detected*)nullptr)) return "40P01";
+  if (is((const pqxx::statement_completion_unknown*)nullptr)) return "40003";
+  if (is((const pqxx::transaction_rollback*)nullptr)) return "40000";
+  if (is((const pqxx::unique_violation*)nullptr)) return "23505";
+  if (is((const pqxx::integrity_constraint_violation*)nullptr)) return "23000";
+  if (is((const pqxx::insufficient_privilege*)nullptr)) return "42501";
+  if (is((const pqxx::too_many_connections*)nullptr)) return "53300";
+  if (is((const pqxx::disk_full*)nullptr)) return "53100";
+  if (is((const pqxx::out_of_memory*)nullptr)) return "53200";
+  if (is((const pqxx::insufficient_resources*)nullptr)) return "53000";
+  if (is((const pqxx::data_exception*)nullptr)) return "22000";
+  if (is((const pqxx::undefined_table*)nullptr)) return "42P01";
+  if (is((const pqxx::undefined_column*)nullptr)) return "42703";
+  if (is((const pqxx::undefined_function*)nullptr)) return "42883";
+  if (is((const pqxx::syntax_error*)nullptr)) return "42601";
+  if (is((const pqxx::feature_not_supported*)nullptr)) return "0A000";
+  if (is((const pqxx::invalid_cursor_state*)nullptr)) return "24000";
+  if (is((const pqxx::invalid_sql_statement_name*)nullptr)) return "26000";
+  if (is((const pqxx::invalid_cursor_name*)nullptr)) return "34000";
+  return "";
+}
+
+// Every libpqxx exception becomes the project's error through the one classification in
+// store/fault.hpp; the message keeps the SQLSTATE so that an operator can look it up.
 [[noreturn]] void rethrow_pg(const std::exception& ex, const std::string& sql) {
-  if (auto* u = dynamic_cast<const pqxx::unique_violation*>(&ex)) throw UniqueViolation(first_line(u->what()));
-  if (dynamic_cast<const pqxx::serialization_failure*>(&ex) || dynamic_cast<const pqxx::deadlock_detected*>(&ex))
-    throw Retryable(first_line(ex.what()));
+  const std::string st = sqlstate_of(ex);
+  if (!st.empty()) {
+    const Fault f = classify_sqlstate(st, interrupted());
+    std::string msg = "PostgreSQL error " + st + ": " + first_line(ex.what());
+    if (f == Fault::no_perm) msg += " (grant the database role this privilege, or connect as one that has it)";
+    else if (f == Fault::interrupted) msg = "interrupted: the statement in progress was cancelled and its transaction "
+                                            "rolled back; rerun to continue";
+    else if (f == Fault::bug) msg += " in: " + sql.substr(0, 200);
+    throw_fault(f, msg);
+  }
   if (dynamic_cast<const pqxx::broken_connection*>(&ex))
     throw Error(Exit::unavailable, "lost the PostgreSQL connection: " + first_line(ex.what()));
-  if (auto* se = dynamic_cast<const pqxx::sql_error*>(&ex)) {
-    const std::string st = se->sqlstate();
-    if (st == "40001" || st == "40P01" || st == "55P03") throw Retryable(first_line(se->what()));
-    if (st.rfind("08", 0) == 0 || st.rfind("57", 0) == 0 || st.rfind("53", 0) == 0)
-      throw Error(Exit::unavailable, "PostgreSQL: " + first_line(se->what()));
-    throw Error(Exit::internal, "PostgreSQL " + st + ": " + first_line(se->what()) + " in: " + sql.substr(0, 200));
-  }
   if (dynamic_cast<const pqxx::in_doubt_error*>(&ex))
     throw Error(Exit::unavailable, "PostgreSQL commit outcome unknown (connection lost during COMMIT): " +
                                        first_line(ex.what()));
+  // a pqxx::failure without a SQLSTATE is the transport (a COPY stream, a lost socket), not our SQL
+  if (dynamic_cast<const pqxx::failure*>(&ex))
+    throw Error(Exit::unavailable, "PostgreSQL connection failed: " + first_line(ex.what()));
   throw Error(Exit::internal, std::string("PostgreSQL: ") + first_line(ex.what()));
 }
 
@@ -199,7 +236,16 @@ class PgStore : public Store {
     } catch (const std::exception& e) {
       rethrow_pg(e, "SET lock_timeout");
     }
+    // SIGINT/SIGTERM cancel the statement in progress (a batch's INSERT may run for minutes): a
+    // cancel request from a second connection, as libpq's own cancel does, so that the command
+    // stops at once with its transaction rolled back.
+    cancel_action_ = add_interrupt_action([conninfo, pid = conn_->backendpid()] {
+      pqxx::connection c(conninfo);
+      pqxx::nontransaction n(c);
+      n.exec("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
+    });
   }
+  ~PgStore() override { remove_interrupt_action(cancel_action_); }
 
   Dialect dialect() const override { return Dialect::postgres; }
   std::string describe() const override { return desc_; }
@@ -256,6 +302,7 @@ class PgStore : public Store {
   std::unordered_map<std::string, std::string> prepared_;
   std::string desc_;
   std::unique_ptr<PgAutoSession> auto_;
+  int cancel_action_ = 0;
 };
 
 }  // namespace

@@ -5,10 +5,15 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <unordered_map>
 
+#include "core/interrupt.hpp"
+#include "core/store/fault.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::store {
@@ -33,22 +38,40 @@ std::string to_sqlite_placeholders(const std::string& sql) {
 
 bool is_busy(int code) { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
 
-[[noreturn]] void rethrow(const SQLite::Exception& e, const std::string& sql) {
-  int ext = e.getExtendedErrorCode();
-  int code = e.getErrorCode();
-  if (is_busy(code)) throw Retryable(std::string("database is busy: ") + e.what());
-  if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
-    throw UniqueViolation(e.what());
-  if (code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_CANTOPEN || code == SQLITE_READONLY ||
-      code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-    throw Error(Exit::unavailable, std::string("SQLite: ") + e.what());
-  throw Error(Exit::internal, std::string("SQLite: ") + e.what() + " in: " + sql.substr(0, 200));
+// "owner 1000, mode 644" of a file, for messages about permissions.
+std::string owner_and_mode(const std::string& path) {
+  struct stat sb;
+  if (::stat(path.c_str(), &sb) != 0) return "cannot stat it";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "owner uid %u, mode %03o", unsigned(sb.st_uid), unsigned(sb.st_mode & 0777));
+  return buf;
+}
+
+// Every SQLite exception becomes the project's error through the one classification in
+// store/fault.hpp.
+[[noreturn]] void rethrow(const SQLite::Exception& e, const std::string& sql, const std::string& path) {
+  const Fault f = classify_sqlite(e.getExtendedErrorCode(), interrupted());
+  std::string msg = std::string("SQLite: ") + e.what();
+  switch (f) {
+    case Fault::retry: msg = std::string("database is busy: ") + e.what(); break;
+    case Fault::no_perm:
+      msg = "database sqlite:" + path + " is read-only for this user (" + owner_and_mode(path) + "): " + e.what() +
+            "; run as the file's owner, or give this user write access to the file and its directory";
+      break;
+    case Fault::interrupted:
+      msg = "interrupted: the statement in progress was stopped and its transaction rolled back; rerun to continue";
+      break;
+    case Fault::bug: msg += " in: " + sql.substr(0, 200); break;
+    default: msg += " (sqlite:" + path + ")"; break;
+  }
+  throw_fault(f, msg);
 }
 
 class SqliteSession : public Tx {
  public:
-  explicit SqliteSession(SQLite::Database& db, std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>>& c)
-      : db_(db), cache_(c) {}
+  SqliteSession(SQLite::Database& db, std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>>& c,
+                const std::string& path)
+      : db_(db), cache_(c), path_(path) {}
   Dialect dialect() const override { return Dialect::sqlite; }
 
   Result query(const std::string& sql, const Params& params) override {
@@ -91,7 +114,7 @@ class SqliteSession : public Tx {
       return r;
     } catch (const SQLite::Exception& e) {
       if (st) st->tryReset();
-      rethrow(e, sql);
+      rethrow(e, sql, path_);
     }
   }
 
@@ -99,13 +122,14 @@ class SqliteSession : public Tx {
     try {
       db_.exec(sql);
     } catch (const SQLite::Exception& e) {
-      rethrow(e, sql);
+      rethrow(e, sql, path_);
     }
   }
 
  private:
   SQLite::Database& db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>>& cache_;
+  const std::string& path_;
 };
 
 class SqliteStore : public Store {
@@ -121,6 +145,11 @@ class SqliteStore : public Store {
       if (::stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
         throw Error(Exit::unavailable,
                     "cannot create database sqlite:" + path + ": directory " + dir + " does not exist");
+    }
+    // Another owner's file (or mode 444): read-only commands read it, writing ones get exit 77.
+    if (exists && ::access(path.c_str(), W_OK) != 0) {
+      open_read_only();
+      return;
     }
     try {
       int flags = SQLite::OPEN_READWRITE | (o.create_if_missing ? SQLite::OPEN_CREATE : 0);
@@ -145,8 +174,10 @@ class SqliteStore : public Store {
         throw Error(Exit::temp_fail, "database sqlite:" + path + " is locked by another process: try again");
       throw Error(Exit::unavailable, "cannot open database sqlite:" + path + ": " + e.what());
     }
+    on_interrupt();
   }
   ~SqliteStore() override {
+    remove_interrupt_action(interrupt_action_);
     auto_.reset();
     cache_.clear();
   }
@@ -156,7 +187,7 @@ class SqliteStore : public Store {
 
   void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
     for (int attempt = 0;; ++attempt) {
-      SqliteSession s(*db_, cache_);
+      SqliteSession s(*db_, cache_, path_);
       bool open = false;
       std::string why;
       try {
@@ -167,7 +198,7 @@ class SqliteStore : public Store {
         return;
       } catch (const SQLite::Exception& e) {
         if (open) rollback();
-        if (!is_busy(e.getErrorCode())) rethrow(e, "BEGIN/COMMIT");
+        if (!is_busy(e.getErrorCode())) rethrow(e, "BEGIN/COMMIT", path_);
         why = std::string("database is busy: ") + e.what();
       } catch (const Retryable& e) {
         if (open) rollback();
@@ -181,7 +212,7 @@ class SqliteStore : public Store {
   }
 
   Session& autocommit() override {
-    if (!auto_) auto_ = std::make_unique<SqliteSession>(*db_, cache_);
+    if (!auto_) auto_ = std::make_unique<SqliteSession>(*db_, cache_, path_);
     return *auto_;
   }
 
@@ -189,6 +220,75 @@ class SqliteStore : public Store {
                                           const std::vector<std::string>& columns) override;
 
  private:
+  // SIGINT/SIGTERM stop the statement in progress (sqlite3_interrupt is safe from another thread)
+  // and a wait for another process's lock (SQLite's own busy handler only watches the clock).
+  void on_interrupt() {
+    sqlite3* h = db_->getHandle();
+    interrupt_action_ = add_interrupt_action([h] { sqlite3_interrupt(h); });
+    sqlite3_busy_handler(h, &SqliteStore::on_busy, this);
+  }
+
+  // Waits for a lock up to the busy timeout in steps of at most 20 ms; 0 = give up (SQLITE_BUSY).
+  static int on_busy(void* self, int count) {
+    auto* s = static_cast<SqliteStore*>(self);
+    auto now = std::chrono::steady_clock::now();
+    if (count == 0) s->busy_since_ = now;
+    if (interrupted()) return 0;
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - s->busy_since_).count();
+    if (waited >= s->opts_.busy_timeout_ms) return 0;
+    int step = count < 4 ? 1 << count : 20;  // 1, 2, 4, 8, then 20 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(step, s->opts_.busy_timeout_ms - waited)));
+    return 1;
+  }
+
+  // Opens a file this user may not write. A WAL database is read through its -shm file, which
+  // exists while the owner has the database open; when nobody has it open, the -shm is gone and
+  // this user cannot create it (the directory is not its own). With no WAL content left to replay
+  // the file itself then holds every commit, and it is read as immutable.
+  void open_read_only() {
+    if (::access(path_.c_str(), R_OK) != 0)
+      throw Error(Exit::no_perm, "cannot read database sqlite:" + path_ + " (" + owner_and_mode(path_) +
+                                     "): run as its owner, or give this user read access");
+    auto probe = [this] { db_->execAndGet("SELECT count(*) FROM sqlite_master"); };
+    try {
+      db_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY, opts_.busy_timeout_ms);
+      try {
+        probe();
+      } catch (const SQLite::Exception& e) {
+        const int code = e.getErrorCode();
+        struct stat wal;
+        const bool wal_pending = ::stat((path_ + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+        if ((code != SQLITE_READONLY && code != SQLITE_CANTOPEN) || wal_pending) throw;
+        db_.reset();
+        db_ = std::make_unique<SQLite::Database>(uri_of(path_) + "?immutable=1", SQLite::OPEN_READONLY | SQLite::OPEN_URI,
+                                                 opts_.busy_timeout_ms);
+        probe();
+      }
+      db_->exec("PRAGMA foreign_keys=ON");
+    } catch (const SQLite::Exception& e) {
+      if (is_busy(e.getErrorCode()))
+        throw Error(Exit::temp_fail, "database sqlite:" + path_ + " is locked by another process: try again");
+      throw Error(Exit::unavailable, "cannot open the read-only database sqlite:" + path_ + " (" +
+                                         owner_and_mode(path_) + "): " + e.what());
+    }
+    on_interrupt();
+  }
+
+  // file:PATH with the characters a URI gives meaning to escaped.
+  static std::string uri_of(const std::string& path) {
+    std::string out = "file:";
+    for (unsigned char c : path) {
+      if (c == '?' || c == '#' || c == '%' || c < 0x20 || c >= 0x7f) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      } else {
+        out += char(c);
+      }
+    }
+    return out;
+  }
+
   void rollback() {
     try {
       if (!db_->getHandle() || sqlite3_get_autocommit(db_->getHandle())) return;
@@ -201,6 +301,8 @@ class SqliteStore : public Store {
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
   std::unique_ptr<SqliteSession> auto_;
+  int interrupt_action_ = 0;
+  std::chrono::steady_clock::time_point busy_since_;
 };
 
 class SqliteBulk : public BulkWriter {

@@ -1,0 +1,247 @@
+// Faults outside the program are not bugs (exit 70): a database this user may only read, a
+// PostgreSQL backend terminated by an operator during an import, and SIGTERM while a batch's
+// statement runs. Each exits with the code of its class (store/fault.hpp) and leaves a state that a
+// rerun continues from.
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/seed.hpp"
+
+using namespace rt;
+using nlohmann::json;
+
+namespace {
+
+// Starts rewardctl with args in the background (stdout/stderr to files in dir). Returns its pid.
+pid_t spawn(const std::string& dir, const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open((dir + "/bg.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open((dir + "/bg.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    unsetenv("REWARDCTL_CONFIG");
+    std::vector<std::string> a{REWARDCTL_BIN};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Threads of a running process (rewardctl has a second one once its signal handling is in place).
+int threads_of(pid_t pid) {
+  int n = 0;
+  if (DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+std::string users_file(int n, const std::string& prefix = "u") {
+  std::string body = "user_id\n";
+  for (int i = 0; i < n; ++i) body += prefix + std::to_string(i) + "\n";
+  return body;
+}
+
+// Polls until pred() holds (or the bound passes); returns whether it held.
+bool wait_for(const std::function<bool()>& pred, int seconds = 120) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("faults: a database this user may only read - reads work, writes exit 77 naming why, nothing written") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  auto g = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1", "-o", "json"});
+  const std::string code = json::parse(g.out)["record_code"];
+
+  std::function<Run(std::vector<std::string>)> as_reader;
+  std::function<void()> restore = [] {};
+  std::string why;  // what the refusal must name
+  if (is_pg()) {
+    // a role that may read every table of the test's schema, and write none
+    auto st = db.open();
+    const std::string schema = st->query("SELECT current_schema()")[0].str(0);
+    const std::string role = "ro_" + schema;
+    st->exec("CREATE ROLE " + role + " LOGIN");
+    st->exec("GRANT USAGE ON SCHEMA " + schema + " TO " + role);
+    st->exec("GRANT SELECT ON ALL TABLES IN SCHEMA " + schema + " TO " + role);
+    restore = [&db, role] {
+      auto s = db.open();
+      s->exec("DROP OWNED BY " + role);
+      s->exec("DROP ROLE " + role);
+    };
+    const std::string url = db.url() + " user=" + role;
+    as_reader = [url, &db](std::vector<std::string> args) {
+      args.insert(args.begin(), {"--db", url});
+      return run(args, {}, "", db.dir());
+    };
+    why = "42501";
+  } else {
+    // another owner's file, mode 644, in a directory this user cannot write (no -shm can be made)
+    const std::string file = db.dir() + "/test.db";
+    if (geteuid() == 0) {
+      chmod(db.dir().c_str(), 0755);
+      chmod(file.c_str(), 0644);
+      as_reader = [&db](std::vector<std::string> args) { return db.rc_as(65534, args); };
+    } else {
+      chmod(file.c_str(), 0444);
+      chmod(db.dir().c_str(), 0555);
+      restore = [&db] { chmod(db.dir().c_str(), 0700); };
+      as_reader = [&db](std::vector<std::string> args) { return db.rc(args); };
+    }
+    why = "read-only";
+  }
+
+  for (auto args : std::vector<std::vector<std::string>>{{"db", "status"},
+                                                         {"record", "show", code},
+                                                         {"record", "show", "--user", "u1"},
+                                                         {"activity", "list"},
+                                                         {"activity", "show", "act"},
+                                                         {"ledger", "balance", "u1"},
+                                                         {"qualification", "count", "act"}}) {
+    auto r = as_reader(args);
+    CAPTURE(args[0] + " " + args[1]);
+    INFO(r.all());
+    CHECK(r.rc == 0);
+    if (args[1] == "show" && args[0] == "record") CHECK(r.out.find(code) != std::string::npos);
+  }
+  for (auto args : std::vector<std::vector<std::string>>{{"claim", "act", "--user", "u2", "--biz-id", "b2"},
+                                                         {"reverse", code, "--reason", "test"},
+                                                         {"activity", "pause", "act"}}) {
+    auto r = as_reader(args);
+    CAPTURE(args[0]);
+    INFO(r.all());
+    CHECK(r.rc == 77);
+    CHECK(r.err.find(why) != std::string::npos);
+    if (is_pg()) CHECK(r.err.find("permission denied for table") != std::string::npos);
+    else CHECK(r.err.find("test.db") != std::string::npos);
+  }
+  restore();
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
+  CHECK(db.count("SELECT count(*) FROM activity WHERE state = 'live'") == 1);
+}
+
+TEST_CASE("faults: a PostgreSQL backend terminated during a batched import exits 69, and a rerun resumes") {
+  if (!is_pg()) {
+    MESSAGE("PostgreSQL only: SQLite has no server backend to terminate");
+    return;
+  }
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  const int n = 400000;
+  write_file(db.dir(), "big.csv", users_file(n));
+  const std::string app = "rc_term_" + std::to_string(getpid()) + "_" + std::to_string(rand() % 100000);
+  pid_t pid = spawn(db.dir(), {"--db", db.url() + " application_name=" + app, "import-qualifications", "act",
+                               "big.csv", "--batch-size", "10000", "--progress", "none", "-o", "json"});
+  // once a batch has committed, an operator terminates the backend
+  bool started = wait_for([&] {
+    return db.count("SELECT coalesce(max(rows_committed), 0) FROM import_run WHERE state = 'running'") >= 10000;
+  });
+  int64_t killed = started ? db.count("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                      "WHERE application_name = $1",
+                                      {app})
+                           : 0;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string err = read_file(db.dir() + "/bg.err");
+  INFO(err);
+  REQUIRE(started);
+  REQUIRE(killed == 1);
+  CHECK(exit_code(status) == 69);
+  CHECK(err.find("internal error") == std::string::npos);
+  const int64_t committed = db.count("SELECT rows_committed FROM import_run WHERE state = 'running'");
+  CHECK(committed > 0);
+  CHECK(committed < n);
+
+  auto r = db.ok({"import-qualifications", "act", "big.csv", "--batch-size", "10000", "--progress", "none", "-o", "json"});
+  auto j = json::parse(lines(r.out).back());
+  CHECK(j["resumed_from"] == committed);
+  CHECK(j["inserted"] == n);
+  CHECK(db.count("SELECT count(*) FROM qualification") == n);
+  CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 0);
+}
+
+TEST_CASE("faults: SIGTERM while a batch's statement waits stops the import at once, the batch rolled back") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  const int n = 30000;
+  write_file(db.dir(), "q.csv", users_file(n));
+  // a lock wait far longer than the test: only a cancelled statement ends it early
+  std::string cfg = write_file(db.dir(), "rewardctl.toml", "[db]\nbusy_timeout_ms = 600000\nretries = 0\n");
+  std::atomic<bool> locked{false}, release{false}, released_before_exit{false};
+  std::thread holder([&] {
+    auto st = db.open();
+    st->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+      // SQLite: BEGIN IMMEDIATE holds the write lock; PostgreSQL: a lock every insert waits for
+      if (is_pg()) tx.exec_script("LOCK TABLE qualification IN SHARE MODE");
+      locked = true;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    });
+  });
+  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::string app = "rc_sigterm_" + std::to_string(getpid()) + "_" + std::to_string(rand() % 100000);
+  const std::string url = is_pg() ? db.url() + " application_name=" + app : db.url();
+  pid_t pid = spawn(db.dir(), {"--config", cfg, "--db", url, "import-qualifications", "act", "q.csv",
+                               "--batch-size", "10000", "--progress", "none", "-o", "json"});
+  // the import is waiting inside its first batch: PostgreSQL shows its COPY waiting for the lock;
+  // on SQLite it waits for the write lock from BEGIN on, so its signal handling being in place (the
+  // watcher thread exists) is enough
+  if (is_pg())
+    CHECK(wait_for([&] {
+      return db.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+                      "application_name = $1", {app}) > 0;
+    }));
+  else
+    CHECK(wait_for([&] { return threads_of(pid) >= 2; }));
+  kill(pid, SIGTERM);
+  int status = 0;
+  // the lock is released only if the import has not stopped on its own by then
+  bool exited = wait_for([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 60);
+  if (!exited) {
+    released_before_exit = true;
+    release = true;
+    waitpid(pid, &status, 0);
+  }
+  release = true;
+  holder.join();
+  const std::string err = read_file(db.dir() + "/bg.err");
+  INFO(err);
+  CHECK_FALSE(released_before_exit);  // it stopped while the lock was still held
+  CHECK(exit_code(status) == 130);
+  CHECK(err.find("interrupted") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM qualification") == 0);
+  // a rerun imports everything
+  db.ok({"import-qualifications", "act", "q.csv", "--batch-size", "10000", "--progress", "none"});
+  CHECK(db.count("SELECT count(*) FROM qualification") == n);
+}

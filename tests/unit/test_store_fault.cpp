@@ -1,0 +1,75 @@
+// store/fault.cpp: the one classification of database errors, for both backends.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include "core/store/fault.hpp"
+#include "core/store/store.hpp"
+
+using namespace rc;
+using namespace rc::store;
+
+TEST_CASE("fault: PostgreSQL errors by SQLSTATE class") {
+  struct C {
+    const char* state;
+    Fault fault;
+    Exit exit;
+  };
+  for (auto c : std::vector<C>{
+           {"40001", Fault::retry, Exit::unavailable},        // serialization failure
+           {"40P01", Fault::retry, Exit::unavailable},        // deadlock
+           {"55P03", Fault::retry, Exit::unavailable},        // lock not available (lock_timeout)
+           {"23505", Fault::unique, Exit::internal},          // handled by callers as a twin
+           {"08006", Fault::unavailable, Exit::unavailable},  // connection failure
+           {"08P01", Fault::unavailable, Exit::unavailable},
+           {"53100", Fault::unavailable, Exit::unavailable},  // disk full
+           {"53300", Fault::unavailable, Exit::unavailable},  // too many connections
+           {"57P01", Fault::unavailable, Exit::unavailable},  // admin shutdown: backend terminated
+           {"57014", Fault::unavailable, Exit::unavailable},  // cancelled by someone else
+           {"58030", Fault::unavailable, Exit::unavailable},  // I/O error
+           {"28P01", Fault::no_perm, Exit::no_perm},          // password authentication failed
+           {"42501", Fault::no_perm, Exit::no_perm},          // permission denied for table
+           {"25006", Fault::no_perm, Exit::no_perm},          // read-only transaction
+           {"22021", Fault::data, Exit::data},                // invalid byte sequence for UTF8
+           {"22003", Fault::data, Exit::data},                // numeric value out of range
+           {"42601", Fault::bug, Exit::internal},             // syntax error: ours
+           {"23514", Fault::bug, Exit::internal},             // check violation: lint should have caught it
+           {"", Fault::bug, Exit::internal}}) {
+    CAPTURE(c.state);
+    CHECK(classify_sqlstate(c.state, false) == c.fault);
+    CHECK(fault_exit(c.fault) == c.exit);
+  }
+  CHECK(classify_sqlstate("57014", true) == Fault::interrupted);  // the cancel we sent on SIGTERM
+  CHECK(fault_exit(Fault::interrupted) == Exit::interrupted);
+  CHECK(classify_sqlstate("57P01", true) == Fault::unavailable);
+}
+
+TEST_CASE("fault: SQLite errors by result code, in the same classes") {
+  CHECK(classify_sqlite(SQLITE_BUSY, false) == Fault::retry);
+  CHECK(classify_sqlite(SQLITE_BUSY_SNAPSHOT, false) == Fault::retry);
+  CHECK(classify_sqlite(SQLITE_LOCKED, false) == Fault::retry);
+  CHECK(classify_sqlite(SQLITE_CONSTRAINT_UNIQUE, false) == Fault::unique);
+  CHECK(classify_sqlite(SQLITE_CONSTRAINT_PRIMARYKEY, false) == Fault::unique);
+  CHECK(classify_sqlite(SQLITE_CONSTRAINT_CHECK, false) == Fault::bug);
+  CHECK(classify_sqlite(SQLITE_READONLY, false) == Fault::no_perm);
+  CHECK(classify_sqlite(SQLITE_READONLY_DBMOVED, false) == Fault::no_perm);
+  CHECK(classify_sqlite(SQLITE_PERM, false) == Fault::no_perm);
+  CHECK(classify_sqlite(SQLITE_FULL, false) == Fault::unavailable);
+  CHECK(classify_sqlite(SQLITE_IOERR_WRITE, false) == Fault::unavailable);
+  CHECK(classify_sqlite(SQLITE_CANTOPEN, false) == Fault::unavailable);
+  CHECK(classify_sqlite(SQLITE_CORRUPT, false) == Fault::unavailable);
+  CHECK(classify_sqlite(SQLITE_NOTADB, false) == Fault::unavailable);
+  CHECK(classify_sqlite(SQLITE_TOOBIG, false) == Fault::data);
+  CHECK(classify_sqlite(SQLITE_INTERRUPT, true) == Fault::interrupted);
+  CHECK(classify_sqlite(SQLITE_ERROR, false) == Fault::bug);
+}
+
+TEST_CASE("fault: throw_fault raises the typed error of each class") {
+  CHECK_THROWS_AS(throw_fault(Fault::retry, "x"), Retryable);
+  CHECK_THROWS_AS(throw_fault(Fault::unique, "x"), UniqueViolation);
+  try {
+    throw_fault(Fault::no_perm, "PostgreSQL error 42501: permission denied for table grants");
+  } catch (const Error& e) {
+    CHECK(e.code() == Exit::no_perm);
+    CHECK(std::string(e.what()).find("42501") != std::string::npos);
+  }
+}
