@@ -1,10 +1,14 @@
 // bench/import: rewardctl import-qualifications against the storage engine's own bulk load of the
-// same CSV into the same indexed table (DESIGN §8: >= 0.8x on 1M rows; peak RSS <= 64 MB on 10M).
+// same CSV into the same indexed table (DESIGN §8: >= 0.8x on 1M rows; peak RSS <= 64 MB on 10M),
+// and a re-import of the same file (every row existing), unbatched and batched, against the first
+// import into the same database (DESIGN §8: <= 1.5x).
 //
-//   build/bench/import [--rows N] [--big-rows N] [--repeat K] [--backend sqlite|postgres|both] [--keep]
+//   build/bench/import [--rows N] [--reimport-rows N] [--big-rows N] [--repeat K]
+//                      [--backend sqlite|postgres|both] [--keep]
 //
 // Defaults: 1,000,000 rows timed (best of 2, runs interleaved: these machines are noisy, only the
-// ratio within one invocation means anything), then 10,000,000 rows for rewardctl's peak RSS.
+// ratio within one invocation means anything), the re-import of as many rows (batches of a tenth of
+// the file), then 10,000,000 rows for rewardctl's peak RSS. A section with 0 rows is skipped.
 // PostgreSQL: REWARDCTL_TEST_PG, or a throwaway server started with scripts/pgtmp.sh and stopped at
 // the end. Baselines: `psql \copy` (COPY FROM STDIN) into qualification, and `sqlite3 .import` —
 // into qualification through a view (same table, same indexes) and, stricter, into a two-column
@@ -28,7 +32,7 @@
 namespace {
 
 struct Opts {
-  int64_t rows = 1'000'000, big = 10'000'000;
+  int64_t rows = 1'000'000, reimport = -1, big = 10'000'000;
   int repeat = 2;
   bool sqlite = true, pg = true, keep = false;
 };
@@ -147,6 +151,27 @@ Run ours(bool pg, const std::string& base, const std::string& csv, int64_t n, co
   return r;
 }
 
+// First import, re-import unbatched, re-import batched: three runs into one database.
+struct Reimport {
+  Run first, again, batched;
+};
+Reimport reimport(bool pg, const std::string& base, const std::string& csv, int64_t n, const std::string& name) {
+  std::string url = fresh_db(pg, base, name);
+  auto load = [&](const std::vector<std::string>& extra, const std::string& what) {
+    std::vector<std::string> argv{g_bin, "--db", url, "-q", "import-qualifications", "bench", csv, "--progress", "none"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Run r = spawn(argv, what);
+    check_count(url, "qualification", n, what);
+    return r;
+  };
+  Reimport r;
+  r.first = load({}, "first import");
+  r.again = load({}, "re-import");
+  r.batched = load({"--batch-size", std::to_string(std::max<int64_t>(1, n / 10))}, "batched re-import");
+  drop_db(pg, base, name);
+  return r;
+}
+
 Run pg_copy(const std::string& base, const std::string& csv, int64_t n, const std::string& name) {
   std::string url = fresh_db(true, base, name);
   auto s = rc::store::open_postgres(url, {});
@@ -209,6 +234,7 @@ int main(int argc, char** argv) {
       return std::string(argv[++i]);
     };
     if (a == "--rows") o.rows = std::stoll(val());
+    else if (a == "--reimport-rows") o.reimport = std::stoll(val());
     else if (a == "--big-rows") o.big = std::stoll(val());
     else if (a == "--repeat") o.repeat = std::max(1, std::stoi(val()));
     else if (a == "--backend") {
@@ -216,7 +242,9 @@ int main(int argc, char** argv) {
       o.sqlite = b == "sqlite" || b == "both";
       o.pg = b == "postgres" || b == "both";
     } else if (a == "--keep") o.keep = true;
-    else die("usage: import [--rows N] [--big-rows N] [--repeat K] [--backend sqlite|postgres|both] [--keep]");
+    else
+      die("usage: import [--rows N] [--reimport-rows N] [--big-rows N] [--repeat K] [--backend sqlite|postgres|both] "
+          "[--keep]");
   }
   char self[4096];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -280,6 +308,35 @@ int main(int argc, char** argv) {
       line("sqlite", "sqlite3 .import into (user_id, ext) + unique index", o.rows, t, false);
       printf("%-9s ratio rewardctl / .import = %.2f into qualification, %.2f into the 2-column table (target >= 0.8)\n",
              "sqlite", v.seconds / a.seconds, t.seconds / a.seconds);
+    }
+  }
+  if (o.reimport < 0) o.reimport = o.rows;
+  if (o.reimport > 0) {
+    std::string csv = g_dir + "/again.csv";
+    generate(csv, o.reimport);
+    printf("\nre-import of the same %lld rows (all existing) vs the first import into the same database, best of %d\n",
+           (long long)o.reimport, o.repeat);
+    printf("%-9s %-58s %9s %11s %10s\n", "backend", "load", "seconds", "rows/s", "vs first");
+    for (int b = 0; b < 2; ++b) {
+      const bool pg = b == 0;
+      if (pg ? !o.pg : !o.sqlite) continue;
+      Reimport best_of;
+      for (int r = 0; r < o.repeat; ++r) {
+        Reimport x = reimport(pg, pg_base, csv, o.reimport, "bench_again" + std::to_string(r));
+        best(best_of.first, x.first);
+        best(best_of.again, x.again);
+        best(best_of.batched, x.batched);
+      }
+      const char* be = pg ? "postgres" : "sqlite";
+      auto row = [&](const std::string& what, const Run& r) {
+        printf("%-9s %-58s %9.2f %11.0f %9.2fx\n", be, what.c_str(), r.seconds, double(o.reimport) / r.seconds,
+               r.seconds / best_of.first.seconds);
+      };
+      row("first import (unbatched)", best_of.first);
+      row("re-import, unbatched", best_of.again);
+      row("re-import, --batch-size " + std::to_string(std::max<int64_t>(1, o.reimport / 10)), best_of.batched);
+      printf("%-9s ratio re-import / first import = %.2f unbatched, %.2f batched (target <= 1.5)\n", be,
+             best_of.again.seconds / best_of.first.seconds, best_of.batched.seconds / best_of.first.seconds);
     }
   }
   if (o.big > 0) {

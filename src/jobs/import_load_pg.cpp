@@ -126,30 +126,15 @@ class PgLoader : public Loader {
       close(bulk_);
     }
     lap("COPY end");
+    // Statistics for the planner: without them PostgreSQL takes the fresh staging table for a few
+    // dozen rows, whatever it holds (see stage_insert).
+    if (staged_valid_ + counts_.rejected > 0) tx.exec_script("ANALYZE rc_import_stg");
     const int64_t dups = flagged_ ? find_duplicates(tx) : 0;
     lap("duplicate check");
-    const std::string not_dup = dups ? " AND NOT EXISTS (SELECT 1 FROM rc_import_dup d WHERE d.line = s.line)" : "";
-    int64_t staged_inserted = 0;
-    if (staged_valid_ > 0) {
-      tx.exec_script("SET LOCAL work_mem = '256MB'");  // the sort of a large batch stays in memory
-      staged_inserted = tx.exec(
-          "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
-          "updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, $4::bigint, "
-          "$4::bigint FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
-              " ORDER BY s.user_id ON CONFLICT (activity_id, user_id) DO NOTHING",
-          {ids_.activity_id, ids_.import_id, ids_.source, ids_.now});
-    }
+    const int64_t staged_inserted = staged_valid_ > 0 ? stage_insert(tx, dups > 0) : 0;
     lap("INSERT ... SELECT");
     counts_.inserted = direct_rows_ + staged_inserted;
     counts_.existing = staged_valid_ - dups - staged_inserted;
-    if (across_ && counts_.existing > 0) {
-      // remembered so that a repeat in a later batch (or after a resume) is a duplicate, not existing
-      tx.exec("INSERT INTO import_seen (import_id, user_id, line) SELECT $2::text, s.user_id, s.line "
-              "FROM rc_import_stg s JOIN qualification q ON q.activity_id = $1::bigint AND q.user_id = s.user_id "
-              "WHERE s.error IS NULL AND q.import_id IS DISTINCT FROM $2::text" + not_dup +
-                  " ON CONFLICT DO NOTHING",
-              {ids_.activity_id, ids_.import_id});
-    }
     counts_.rejected += dups;
     if (counts_.rejected > 0) write_rejects(tx, dups > 0);
     tx.exec_script(dups ? "DROP TABLE rc_import_dup; DROP TABLE rc_import_stg" : "DROP TABLE rc_import_stg");
@@ -229,10 +214,41 @@ class PgLoader : public Loader {
     held_bytes_ = 0;
   }
 
+  // Inserts the batch's valid staged rows that are not duplicates; returns how many were new. A row
+  // that conflicts was qualified before this import (existing). In a run over several transactions
+  // those users are remembered in import_seen, so that a later repeat is a duplicate, not a second
+  // "existing".
+  //
+  // import_seen is filled from what the INSERT did not return (an anti-join of the staging table
+  // with the RETURNING rows: batch-sized on both sides), never by joining qualification again. That
+  // join was the re-import's slowness: with the staging table not yet analyzed (estimated at ~30
+  // rows) and qualification's statistics taken before the first import's COPY (the activity "has 1
+  // row"), PostgreSQL chose a nested loop over every qualification of the activity, scanning the
+  // whole staging table for each one - 200k x 20k comparisons per batch, minutes at 100 % CPU.
+  int64_t stage_insert(store::Tx& tx, bool with_dups) {
+    const std::string not_dup =
+        with_dups ? " AND NOT EXISTS (SELECT 1 FROM rc_import_dup d WHERE d.line = s.line)" : "";
+    const std::string insert =
+        "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
+        "updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, $4::bigint, "
+        "$4::bigint FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
+        " ORDER BY s.user_id ON CONFLICT (activity_id, user_id) DO NOTHING";
+    const store::Params params{ids_.activity_id, ids_.import_id, ids_.source, ids_.now};
+    tx.exec_script("SET LOCAL work_mem = '256MB'");  // the sort of a large batch stays in memory
+    if (!across_) return tx.exec(insert, params);
+    auto r = tx.query("WITH ins AS (" + insert + " RETURNING import_line), seen AS ("
+                      "INSERT INTO import_seen (import_id, user_id, line) SELECT $2::text, s.user_id, s.line "
+                      "FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
+                          " AND NOT EXISTS (SELECT 1 FROM ins WHERE ins.import_line = s.line) "
+                          "ON CONFLICT DO NOTHING RETURNING 1) "
+                          "SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM seen)",
+                      params);
+    return r[0].i64(0);
+  }
+
   // The flagged rows that repeat a user accepted on an earlier line: of this batch (staging), of
   // this import (direct rows and earlier batches) or a user qualified before (import_seen).
   int64_t find_duplicates(store::Tx& tx) {
-    tx.exec_script("ANALYZE rc_import_stg");
     tx.exec_script("CREATE TEMP TABLE rc_import_dup (line BIGINT PRIMARY KEY, first_line BIGINT) ON COMMIT DROP");
     const std::string flagged = " WHERE c.raw IS NOT NULL AND c.error IS NULL";
     const bool own = across_ || direct_rows_ > 0;
