@@ -11,10 +11,13 @@ const std::vector<ExitInfo>& exit_table() {
       {Exit::usage, "usage", "command line usage error: unknown flag, missing argument"},
       {Exit::data, "data", "bad input data: malformed file, invalid definition; nothing was written"},
       {Exit::no_input, "no_input", "input file missing or unreadable"},
-      {Exit::unavailable, "unavailable", "database unavailable, or still failing after bounded retries"},
+      {Exit::unavailable, "unavailable", "database unavailable (connection lost, server stopped, disk full), "
+                                         "or still failing after bounded retries"},
       {Exit::internal, "internal", "internal error (a bug: please report it)"},
       {Exit::temp_fail, "temp_fail", "lock held by another run, or a concurrent change: try again later"},
-      {Exit::no_perm, "no_perm", "not permitted: a review or approval rule forbids it"},
+      {Exit::no_perm, "no_perm",
+       "not permitted: a review or approval rule forbids it, or the database does not let this user write "
+       "(a privilege, a read-only file)"},
       {Exit::config, "config", "configuration error, or the database schema is not at this version (run db migrate)"},
       {Exit::interrupted, "interrupted", "interrupted by a signal (SIGINT/SIGTERM)"},
   };

@@ -9,7 +9,8 @@
 //   kind = "direct" | "lottery" | "redpack"  # required
 //   timezone = "Asia/Shanghai"               # required, IANA
 //   start = 2025-11-01T00:00:00+08:00        # required; TOML offset date-time or an RFC 3339 string,
-//   end   = "2025-11-30T23:59:59+08:00"      #   with an offset (a local time is an error)
+//   end   = "2025-11-30T23:59:59+08:00"      #   with an offset (a local time is an error); the end
+//                                            #   second is inclusive (core/activity/window.hpp)
 //   whitelist_required = false               # optional, default false: only qualified users may claim
 //   budget_cents = 500000                    # optional (required for cash items / redpack)
 //   [limit]            count = 1, period = "total"|"day"|"week"|"month"   # optional per-user limit

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/activity/activity.hpp"
+#include "core/activity/window.hpp"
 #include "core/audit.hpp"
 
 namespace rc::activity {
@@ -165,7 +166,8 @@ TransitionResult control(store::Store& st, const std::string& code, Op op, const
       tx.rollback_only();
       return;
     }
-    if ((op == Op::publish_gray || op == Op::publish_full || op == Op::resume) && now >= a.end_at) {
+    if ((op == Op::publish_gray || op == Op::publish_full || op == Op::resume) &&
+        now >= window_close(a.end_at)) {
       res = refused(a, std::string(op_name(op)) + " after the window ended at " + format_utc(a.end_at), allowed);
       tx.rollback_only();
       return;

@@ -1,5 +1,7 @@
 #include "core/engine/activity_gate.hpp"
 
+#include "core/activity/window.hpp"
+
 namespace rc::engine {
 
 std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code, const std::string& user,
@@ -35,8 +37,11 @@ std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code
 std::string gate_rejection(const ActivityGate& a, Millis now) {
   if (a.state == "ended") return "ended";
   if (a.state != "live" && a.state != "gray" && a.state != "paused") return "not_live";
-  if (now < a.start_at) return "not_started";
-  if (now >= a.end_at) return "ended";
+  switch (activity::window_position(now, a.start_at, a.end_at)) {
+    case activity::WindowPos::before: return "not_started";
+    case activity::WindowPos::after: return "ended";
+    case activity::WindowPos::inside: break;
+  }
   if (a.state == "paused") return "paused";
   if (a.state == "gray" && !a.on_gray_list) return "not_in_gray_list";
   return "";

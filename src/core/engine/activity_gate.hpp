@@ -1,6 +1,7 @@
 #pragma once
 // Rule 2, the activity gate: the activity exists, is live (or gray with the user on its gray list),
-// and the server's time is inside its window [start, end). The same single read also brings what
+// and the server's time is inside its window: from start to the end of end's second
+// (core/activity/window.hpp). The same single read also brings what
 // the idempotency and risk rules need about this user, so the common claim pays one round trip.
 #include <cstdint>
 #include <optional>

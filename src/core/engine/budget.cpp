@@ -7,7 +7,7 @@ namespace rc::engine {
 void take_budget(store::Session& s, int64_t activity_id, int64_t cost_cents) {
   int64_t n = s.exec(
       "UPDATE budget SET consumed_cents = consumed_cents + $2 WHERE activity_id = $1 "
-      "AND consumed_cents + $2 <= authorised_cents",
+      "AND consumed_cents <= authorised_cents - $2",
       {activity_id, cost_cents});
   if (n != 1) throw Rejection{"budget_exhausted"};
 }

@@ -32,7 +32,8 @@ CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, 
     std::string why = ok ? "external system confirmed" : reason.value_or("external system failed");
     if (!transition(tx, "grants", "grant", g.id, "awaiting_external", to, actor, why, now,
                     ok ? "" : ", reason = $5", ok ? store::Params{} : store::Params{why})) {
-      out.message = "grant " + g.record_code + " changed concurrently: nothing changed";
+      out.state = current_state(tx, g.id);
+      out.message = "grant " + g.record_code + " was changed concurrently to " + out.state + ": nothing changed";
       tx.rollback_only();
       return;
     }

@@ -44,6 +44,11 @@ std::optional<GrantView> find_grant(store::Session& s, const std::string& record
   return one(s, "WHERE g.record_code = $1", record_code);
 }
 
+std::string current_state(store::Session& s, int64_t grant_id) {
+  auto r = s.query("SELECT state FROM grants WHERE id = $1", {grant_id});
+  return r.empty() ? std::string("gone") : r[0].str(0);
+}
+
 std::optional<GrantView> find_grant_by_biz(store::Session& s, const std::string& biz_id) {
   return one(s, "WHERE g.biz_id = $1", biz_id);
 }

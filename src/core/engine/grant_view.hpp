@@ -28,6 +28,9 @@ GrantView to_view(const store::Row& r);
 std::optional<GrantView> find_grant(store::Session& s, const std::string& record_code);
 std::optional<GrantView> find_grant_by_biz(store::Session& s, const std::string& biz_id);
 std::optional<GrantView> find_grant_by_bill(store::Session& s, const std::string& bill_no);
+// The grant's state as committed now. After a conditional update found another state, this fresh
+// statement (READ COMMITTED) sees the concurrent winner: the state to report to the loser.
+std::string current_state(store::Session& s, int64_t grant_id);
 // The user's grants, oldest first, optionally only in one activity.
 std::vector<GrantView> grants_of_user(store::Session& s, const std::string& user,
                                       const std::optional<std::string>& activity);

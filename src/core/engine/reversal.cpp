@@ -57,7 +57,9 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
         out.replayed = true;
         out.message = "request " + *request_id + " was already applied to " + record_code + ": nothing to do";
       } else {
-        out.message = "grant " + record_code + " changed concurrently: nothing changed";
+        // Report what it lost to, not the 'success' it read before: a new statement sees the winner.
+        out.state = current_state(tx, g->id);
+        out.message = "grant " + record_code + " was changed concurrently to " + out.state + ": nothing changed";
       }
       return;
     }

@@ -15,8 +15,9 @@ namespace rc::engine {
 // The bucket a user tries first: spreads users over buckets, stable per user.
 int64_t preferred_bucket(const std::string& user, int64_t buckets);
 
-// Takes one unit of the prize, trying `first` then the following buckets in turn. Returns the bucket
-// it came from, or nullopt when every bucket is empty (sold out).
+// Takes one unit of the prize from bucket `first`, or else from the next bucket that holds stock
+// (found by one statement, however many buckets). Returns the bucket it came from, or nullopt when
+// every bucket is empty (sold out): at most three statements when nothing competes.
 std::optional<int64_t> take_stock(store::Session& s, int64_t prize_id, int64_t buckets, int64_t first);
 
 // Puts one unit back into the bucket it came from (a reversal).
