@@ -2,7 +2,7 @@
 // SIGINT/SIGTERM set a flag that long work checks between chunks; it then stops at a clean
 // boundary (a committed chunk) and exits with 130. A statement that is running when the signal
 // arrives is not waited for: the stores register an interrupt action that cancels it (PostgreSQL:
-// pg_cancel_backend from a second connection; SQLite: sqlite3_interrupt), so its transaction rolls
+// libpq's cancel request; SQLite: sqlite3_interrupt), so its transaction rolls
 // back and the command exits 130 within moments, whatever the statement's length.
 #include <functional>
 

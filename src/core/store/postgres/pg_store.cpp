@@ -236,14 +236,12 @@ class PgStore : public Store {
     } catch (const std::exception& e) {
       rethrow_pg(e, "SET lock_timeout");
     }
-    // SIGINT/SIGTERM cancel the statement in progress (a batch's INSERT may run for minutes): a
-    // cancel request from a second connection, as libpq's own cancel does, so that the command
-    // stops at once with its transaction rolled back.
-    cancel_action_ = add_interrupt_action([conninfo, pid = conn_->backendpid()] {
-      pqxx::connection c(conninfo);
-      pqxx::nontransaction n(c);
-      n.exec("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
-    });
+    // SIGINT/SIGTERM cancel the statement in progress (a batch's INSERT may run for minutes), so
+    // that the command stops at once with its transaction rolled back. libpq's cancel request
+    // (PQgetCancel + PQcancel, made for use from another thread) goes to the server on its own
+    // socket, addressed by this session's backend key, which a connection pooler routes too;
+    // PQgetCancel only reads what the connection fixed when it was opened.
+    cancel_action_ = add_interrupt_action([c = conn_.get()] { c->cancel_query(); });
   }
   ~PgStore() override { remove_interrupt_action(cancel_action_); }
 
