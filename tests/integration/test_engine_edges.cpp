@@ -87,7 +87,12 @@ TEST_CASE("engine: a sold-out prize is known in a few statements, however many b
     rc::engine::EngineOptions o;
     o.actor = "test";
     rc::engine::Engine e(st, clock, o);  // a fresh engine: no sold-out memory
-    auto out = claim(e, "act", user, biz);
+    rc::engine::ClaimRequest r;
+    r.activity = "act";
+    r.user = user;
+    r.biz_id = biz;
+    r.deliver = false;  // the claim's own statements only
+    auto out = e.claim(r);
     return std::make_pair(out, st.statements);
   };
   // the last unit, in whichever bucket it is, is found without trying the empty ones one by one
