@@ -498,10 +498,11 @@ TEST_CASE("import: a batched re-import of existing users does work in proportion
     st->exec("ANALYZE qualification");
   }
   db.ok({"import-qualifications", "act", "r.csv"});
-  // index entries of qualification read so far (PostgreSQL's statistics; flushed when a backend exits)
+  // index entries of this test's qualification read so far (PostgreSQL's statistics, flushed when a
+  // backend exits; other tests' schemas have their own)
   auto index_reads = [&] {
     return rt::is_pg() ? db.count("SELECT coalesce(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes "
-                                  "WHERE relname = 'qualification'")
+                                  "WHERE relname = 'qualification' AND schemaname = current_schema()")
                        : 0;
   };
   const int64_t before = index_reads();

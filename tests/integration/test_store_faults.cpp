@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -44,8 +45,15 @@ pid_t spawn(const std::string& dir, const std::vector<std::string>& args) {
   return pid;
 }
 
-// Whether a running process catches SIGTERM (its handler is installed): SigCgt in /proc/PID/status.
+// Whether a running rewardctl catches SIGTERM (its handler is installed): SigCgt in /proc/PID/status,
+// once the process is rewardctl (the fork runs with the test runner's own handlers until execv).
 bool catches_sigterm(pid_t pid) {
+  char exe[4096];
+  ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = 0;
+  char bin[4096];
+  if (!realpath(REWARDCTL_BIN, bin) || std::string(exe) != bin) return false;
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line))
