@@ -53,6 +53,22 @@ outcome claim "$gift" --user 10001 --biz-id gift-10001-a            # on the whi
 outcome claim "$gift" --user 10001 --biz-id gift-10001-b            # qualification_used
 outcome claim "$gift" --user 99999 --biz-id gift-99999              # not_qualified
 step ledger balance 10001
+# A compensation coupon to a list (list-issue): planned by one operator, approved by another, run.
+sed -e "s/^start = .*/start = \"$start\"/" -e "s/^end = .*/end = \"$end\"/" \
+  "$ROOT/examples/activities/compensation.toml" > comp.toml
+comp="$(sed -n 's/^code = "\(.*\)"/\1/p' comp.toml | head -1)"
+step activity create -f comp.toml --operator alice
+step activity approve "$comp" --as product --operator bob
+step activity approve "$comp" --as tech --operator carol
+step activity publish "$comp" --full --operator carol
+echo; echo "\$ rewardctl list-issue plan $comp $ROOT/examples/compensation.csv --prize apology_coupon --operator alice -o json" >&2
+batch="$("$BIN" list-issue plan "$comp" "$ROOT/examples/compensation.csv" --prize apology_coupon --operator alice -o json \
+  | tee /dev/stderr | sed -n 's/.*"batch":"\([^"]*\)".*/\1/p')"
+step list-issue approve "$batch" --operator bob
+step list-issue run "$batch" --operator bob
+step list-issue status "$batch"
+step list-issue items "$batch"
+step ledger balance 20002
 
 # The books: every cent and every unit accounted for. Any difference exits 1 and fails the demo.
 step reconcile

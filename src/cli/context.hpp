@@ -40,6 +40,7 @@ void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cm
 void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
 void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show | list (cmd_reconcile.cpp)
+void register_list_issue(CLI::App& app, Ctx& ctx);  // list-issue (cmd_list_issue.cpp)
 
 // The text of a file named on the command line; "-" reads standard input. Error(no_input) when it
 // is missing or unreadable.

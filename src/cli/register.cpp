@@ -17,6 +17,7 @@ void register_all(CLI::App& app, Ctx& ctx) {
   register_reconcile(app, ctx);
   register_jobs(app, ctx);
   register_resend(app, ctx);
+  register_list_issue(app, ctx);
   register_help(app, ctx);
 }
 

@@ -156,6 +156,29 @@ struct ClaimRun {
   }
 };
 
+StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) {
+  StepResult step;
+  ClaimRun run{*this, r, tx, now, {}};
+  try {
+    run.run();
+    step.kind = StepResult::granted;
+    step.grant = std::move(run.g);
+  } catch (const Rejection& rej) {
+    // On PostgreSQL a concurrent twin (same biz_id) that committed while we waited on its
+    // limit or qualification row makes our conditional update fail: that is a replay, not a
+    // rejection. Our own grant row (inserted before a later step failed) is not a twin.
+    if (twin_committed(tx, r.biz_id, run.g.id)) {
+      step.kind = StepResult::twin;
+    } else {
+      step.kind = StepResult::rejected;
+      step.reason = rej.reason;
+    }
+  } catch (const TwinWon&) {
+    step.kind = StepResult::twin;
+  }
+  return step;
+}
+
 ClaimOutcome Engine::claim(const ClaimRequest& r) {
   auto t0 = std::chrono::steady_clock::now();
   ClaimOutcome out;
@@ -175,23 +198,13 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
       twin = false;
       granted.reset();
       out.reason.clear();
-      ClaimRun run{*this, r, tx, now, {}};
-      try {
-        run.run();
-        granted = run.g;
+      StepResult step = claim_step(tx, r, now);
+      if (step.kind == StepResult::granted) {
+        granted = std::move(step.grant);
         if (r.dry_run) tx.rollback_only();
-      } catch (const Rejection& rej) {
-        // On PostgreSQL a concurrent twin (same biz_id) that committed while we waited on its
-        // limit or qualification row makes our conditional update fail: that is a replay, not a
-        // rejection. Our own grant row (inserted before a later step failed) is not a twin.
-        if (twin_committed(tx, r.biz_id, run.g.id)) {
-          twin = true;
-        } else {
-          out.reason = rej.reason;
-        }
-        tx.rollback_only();
-      } catch (const TwinWon&) {
-        twin = true;
+      } else {
+        twin = step.kind == StepResult::twin;
+        out.reason = step.reason;
         tx.rollback_only();
       }
     });

@@ -15,16 +15,25 @@
 
 namespace rc::engine {
 
-DeliveryOutcome Engine::deliver(int64_t grant_id) {
+// What phase 1 of a delivery found and did, for the phases after it.
+struct Engine::Phase1 {
   DeliveryOutcome out;
+  std::optional<DeliveryTarget> tgt;
+  std::string bill, type;
+  int timeout_ms = 0;
+};
+
+// Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
+// Returns false when the grant is not ours to deliver (the caller rolls back what this wrote).
+bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
   const Millis now = clock_.now_ms();
   const std::string& actor = opts_.actor;
-  std::optional<DeliveryTarget> tgt;
-  std::string bill;
-  std::string type;
-  int timeout_ms = 0;
-  // Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
-  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+  DeliveryOutcome& out = p.out;
+  std::optional<DeliveryTarget>& tgt = p.tgt;
+  std::string& bill = p.bill;
+  std::string& type = p.type;
+  int& timeout_ms = p.timeout_ms;
+  {
     out = DeliveryOutcome{};
     tgt = load_delivery_target(tx, grant_id);
     if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
@@ -34,14 +43,11 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
       // A delivery that recorded no outcome before its resend fell due crashed or hung past its
       // timeout: take it over (issuing -> delayed_resend -> issuing), with the same bill number.
       if (!resend_due(tx, tgt->id, now) || !transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor,
-                                     "no outcome recorded before the resend fell due", now)) {
-        tx.rollback_only();
-        return;
-      }
+                                     "no outcome recorded before the resend fell due", now))
+        return false;
       from = "delayed_resend";
     } else if (from != "init" && from != "delayed_resend") {
-      tx.rollback_only();  // delivered, failed, or waiting for an external answer
-      return;
+      return false;  // delivered, failed, or waiting for an external answer
     }
     auto ch = opts_.channels.find(tgt->channel);
     if (ch == opts_.channels.end())
@@ -49,10 +55,8 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
                                     "', which is not configured on this host: add [channels." + tgt->channel + "]");
     type = ch->second.type;
     timeout_ms = ch->second.timeout_ms;
-    if (!transition(tx, "grants", "grant", tgt->id, from, "issuing", actor, "deliver via " + tgt->channel, now)) {
-      tx.rollback_only();
-      return;
-    }
+    if (!transition(tx, "grants", "grant", tgt->id, from, "issuing", actor, "deliver via " + tgt->channel, now))
+      return false;
     bill = open_bill(tx, *tgt, now);
     out.delivered_now = true;
     out.state = "issuing";
@@ -80,8 +84,30 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
       ensure_resend(tx, *tgt, bill, now + timeout_ms + opts_.resend_first_delay_ms, now + opts_.resend_expiry_ms,
                     actor, now);
     }
+  }
+  return true;
+}
+
+bool Engine::deliver_in(store::Tx& tx, const GrantView& g, std::string& state) {
+  if (g.state != "init") return false;
+  auto ch = opts_.channels.find(g.channel);
+  if (ch == opts_.channels.end() || (ch->second.type != "ledger" && ch->second.type != "outbox")) return false;
+  Phase1 p;
+  if (!deliver_phase1(tx, g.id, p)) return false;
+  state = p.out.state;
+  return true;
+}
+
+DeliveryOutcome Engine::deliver(int64_t grant_id) {
+  Phase1 p;
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    if (!deliver_phase1(tx, grant_id, p)) tx.rollback_only();
   });
-  if (!out.delivered_now || type != "webhook") return out;
+  DeliveryOutcome& out = p.out;
+  const std::optional<DeliveryTarget>& tgt = p.tgt;
+  const std::string& bill = p.bill;
+  const std::string& actor = opts_.actor;
+  if (!out.delivered_now || p.type != "webhook") return out;
 
   // Phase 2: the call, outside any transaction. A crash here leaves the grant in issuing with its
   // bill number and a pending resend bill: the resend reuses that number, never a new one.

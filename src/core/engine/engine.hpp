@@ -73,6 +73,13 @@ struct EngineOptions {
 
 struct ActivityCatalog;  // cached static configuration of one activity version (engine internals)
 
+// The result of steps 1-8 for one request inside a caller's transaction (Engine::claim_step).
+struct StepResult {
+  enum Kind { granted, rejected, twin } kind = rejected;
+  std::string reason;  // rejected: the reason code
+  GrantView grant;     // granted: the new grant (state init)
+};
+
 class Engine {
  public:
   Engine(store::Store& st, const Clock& clock, EngineOptions opts);
@@ -83,10 +90,30 @@ class Engine {
   // delivers), persists or reuses the bill number, calls the channel, records the outcome.
   DeliveryOutcome deliver(int64_t grant_id);
 
+  // Steps 1-8 of the common flow for several requests inside the caller's transaction tx: many
+  // grants per commit (list-issue). Each request runs under its own savepoint, so a rejection undoes
+  // only what that request wrote. A request whose biz_id already has a grant is answered from it
+  // (replayed, or rejected biz_id_conflict for another user or activity), exactly as claim() does.
+  // With r.deliver, a grant whose channel is in the database (ledger, outbox) is delivered in tx too
+  // (one commit for claim and delivery); the others stay in init for the caller to deliver() after
+  // its commit. REQUIRES: tx is a write transaction of this engine's store; r.dry_run is ignored.
+  // Outcomes are in request order. See claim_many.cpp.
+  std::vector<ClaimOutcome> claim_many(store::Tx& tx, const std::vector<ClaimRequest>& rs);
+
+  // Delivers grant g inside the caller's transaction tx when its channel is in the database
+  // (ledger, outbox): true, with the grant's state afterwards in `state`. False, with nothing
+  // written, for a channel outside the database (webhook: deliver() it after commit) or a grant that
+  // is not in init. REQUIRES: g was read or written in tx.
+  bool deliver_in(store::Tx& tx, const GrantView& g, std::string& state);
+
   store::Store& store() { return st_; }
 
  private:
   friend struct ClaimRun;
+  // Steps 1-8 for one request in tx. On anything but granted the caller rolls back what it wrote.
+  StepResult claim_step(store::Tx& tx, const ClaimRequest& r, Millis now);
+  struct Phase1;  // deliver.cpp
+  bool deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p);
   std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
                                                  int64_t version);
   void deliver_after_commit(ClaimOutcome& out);

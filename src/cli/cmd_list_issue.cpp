@@ -1,0 +1,262 @@
+// list-issue plan | approve | run | status | items | cancel | list
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "cli/context.hpp"
+#include "jobs/list_issue.hpp"
+
+namespace rc::cli {
+
+engine::EngineOptions engine_options(Ctx& ctx);
+
+namespace {
+
+namespace li = jobs::list_issue;
+
+struct {
+  std::string activity, prize, file, rejects, max_rejects = "0", progress = "auto", batch, state, reason;
+  bool allow_partial = false, dry_run = false;
+  int workers = 1;
+  double rate = 0;
+  int64_t chunk = 500, limit = 100;
+} opt;
+
+json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+
+Exit run_plan(Ctx& ctx) {
+  li::PlanOptions o;
+  o.activity = opt.activity;
+  o.prize = opt.prize;
+  o.file = opt.file;
+  o.rejects_path = opt.rejects;
+  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
+  o.allow_partial = opt.allow_partial;
+  o.dry_run = opt.dry_run;
+  o.operator_name = ctx.settings.operator_name;
+  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  auto st = ctx.open_store();
+  auto r = li::plan(*st, o, *ctx.clock);
+  ctx.out.record({{"batch", r.stored ? json(r.batch_no) : json(nullptr)},
+                  {"activity", r.activity},
+                  {"prize", r.prize},
+                  {"file", r.file},
+                  {"sha256", r.sha256},
+                  {"definition_hash", r.definition_hash},
+                  {"read", r.read},
+                  {"users", r.users},
+                  {"duplicates", r.duplicates},
+                  {"rejected", r.rejected},
+                  {"unit_cost_cents", r.unit_cost_cents},
+                  {"cost_cents", r.cost_cents},
+                  {"stock_left", r.stock_left},
+                  {"budget_left", r.budget_left ? json(*r.budget_left) : json(nullptr)},
+                  {"fits", r.fits},
+                  {"stored", r.stored},
+                  {"dry_run", r.dry_run},
+                  {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)}});
+  const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
+  if (r.over_limit)
+    throw Error(Exit::data, r.file + ": " + std::to_string(r.rejected) + " rows rejected, over --max-rejects " + r.limit +
+                                see + ": nothing was stored");
+  if (!r.fits && !opt.allow_partial)
+    throw Error(Exit::data, "stock (" + std::to_string(r.stock_left) + " left) or budget (" +
+                                (r.budget_left ? std::to_string(*r.budget_left) + " cents left" : std::string("none")) +
+                                ") does not cover " + std::to_string(r.users) + " users costing " +
+                                std::to_string(r.cost_cents) +
+                                " cents: nothing was stored (--allow-partial stores it; the rest is rejected when it runs)");
+  if (r.rejected > 0) spdlog::warn("{} rows rejected, within --max-rejects {}{}", r.rejected, r.limit, see);
+  if (r.dry_run) spdlog::info("dry run: nothing was stored");
+  return r.rejected > 0 ? Exit::partial : Exit::ok;
+}
+
+Exit report_change(Ctx& ctx, const li::Change& c) {
+  json j{{"batch", c.batch_no}, {"from", c.from}, {"to", c.to}, {"changed", c.changed},
+         {"dry_run", c.dry_run}, {"message", c.message}};
+  if (c.to == "cancelled") j["items_cancelled"] = c.items;
+  ctx.out.record(j);
+  if (!c.changed) {
+    spdlog::error("{}", c.message);
+    return Exit::findings;
+  }
+  spdlog::info("{}", c.message);
+  return Exit::ok;
+}
+
+Exit run_approve(Ctx& ctx) {
+  auto st = ctx.open_store();
+  return report_change(ctx, li::approve(*st, opt.batch, ctx.settings.operator_name, ctx.now(), opt.dry_run));
+}
+
+Exit run_cancel(Ctx& ctx) {
+  auto st = ctx.open_store();
+  std::optional<std::string> reason;
+  if (!opt.reason.empty()) reason = opt.reason;
+  return report_change(ctx, li::cancel(*st, opt.batch, ctx.settings.operator_name, reason, ctx.now(), opt.dry_run));
+}
+
+Exit run_run(Ctx& ctx) {
+  li::RunOptions o;
+  o.batch_no = opt.batch;
+  o.workers = opt.workers;
+  o.rate_per_s = opt.rate;
+  o.chunk = opt.chunk;
+  o.dry_run = opt.dry_run;
+  o.operator_name = ctx.settings.operator_name;
+  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  o.open_store = [&ctx] { return ctx.open_store(); };
+  o.engine = engine_options(ctx);
+  auto st = ctx.open_store();
+  auto r = li::run(*st, o, *ctx.clock);
+  const int64_t n = r.issued + r.rejected;
+  const double per_s = r.seconds > 0 ? std::round(double(n) / r.seconds) : 0;
+  json reasons = json::object();
+  for (auto& [k, v] : r.reasons) reasons[k] = v;
+  ctx.out.record({{"batch", r.batch_no},
+                  {"state", r.state},
+                  {"dry_run", r.dry_run},
+                  {"issued", r.issued},
+                  {"rejected", r.rejected},
+                  {"failed", r.failed},
+                  {"reasons", reasons},
+                  {"pending", r.pending},
+                  {"total", r.total},
+                  {"seconds", std::round(r.seconds * 1000) / 1000},
+                  {"per_s", per_s},
+                  {"interrupted", r.interrupted}});
+  spdlog::info("{}run {}: issued {}, rejected {}, failed {} in {:.2f} s ({} /s); batch {}, {} pending",
+               r.dry_run ? "dry run: " : "", r.batch_no, r.issued, r.rejected, r.failed, r.seconds, per_s, r.state,
+               r.pending);
+  if (r.interrupted)
+    throw Error(Exit::interrupted, "interrupted: the chunks under way were finished; batch " + r.batch_no +
+                                       " is resumable (run it again)");
+  if (r.cancelled) {
+    spdlog::error("batch {} was cancelled while running", r.batch_no);
+    return Exit::findings;
+  }
+  return r.rejected + r.failed > 0 ? Exit::partial : Exit::ok;
+}
+
+json status_json(const li::Status& s, bool counts) {
+  json j{{"batch", s.batch_no},       {"activity", s.activity},   {"prize", s.prize},
+         {"state", s.state},          {"total", s.total},         {"cost_cents", s.cost_cents},
+         {"created_by", s.created_by}, {"approved_by", opt_json(s.approved_by)},
+         {"file", s.file_name},       {"created_at", format_utc(s.created_at)}};
+  if (!counts) return j;
+  j.update({{"pending", s.pending},
+            {"issued", s.issued},
+            {"rejected", s.rejected},
+            {"failed", s.failed},
+            {"cancelled", s.cancelled},
+            {"rejected_rows", s.rejected_rows},
+            {"rate_per_s", std::round(s.rate_per_s * 10) / 10},
+            {"eta_s", s.eta_s ? json(*s.eta_s) : json(nullptr)},
+            {"last_error", opt_json(s.last_error)},
+            {"sha256", s.file_sha256},
+            {"definition_hash", s.definition_hash},
+            {"updated_at", format_utc(s.updated_at)}});
+  return j;
+}
+
+Exit run_status(Ctx& ctx) {
+  auto st = ctx.open_store();
+  ctx.out.record(status_json(li::status(*st, opt.batch, ctx.now()), true));
+  return Exit::ok;
+}
+
+Exit run_items(Ctx& ctx) {
+  auto st = ctx.open_store();
+  std::optional<std::string> state;
+  if (!opt.state.empty()) state = opt.state;
+  std::vector<json> rows;
+  for (auto& it : li::items(*st, opt.batch, state, opt.limit))
+    rows.push_back({{"line", it.line},
+                    {"user", it.user},
+                    {"state", it.state},
+                    {"record_code", opt_json(it.record_code)},
+                    {"reason", opt_json(it.reason)},
+                    {"error", opt_json(it.error)},
+                    {"updated_at", format_utc(it.updated_at)}});
+  ctx.out.rows({{"line", "LINE"}, {"user", "USER"}, {"state", "STATE"}, {"record_code", "RECORD"},
+                {"reason", "REASON"}, {"error", "ERROR"}},
+               rows, "list_item");
+  return Exit::ok;
+}
+
+Exit run_list(Ctx& ctx) {
+  auto st = ctx.open_store();
+  std::optional<std::string> act;
+  if (!opt.activity.empty()) act = opt.activity;
+  std::vector<json> rows;
+  for (auto& s : li::list(*st, act)) rows.push_back(status_json(s, false));
+  ctx.out.rows({{"batch", "BATCH"}, {"activity", "ACTIVITY"}, {"prize", "PRIZE"}, {"state", "STATE"},
+                {"total", "USERS"}, {"cost_cents", "COST"}, {"created_by", "PLANNED BY"},
+                {"approved_by", "APPROVED BY"}, {"created_at", "CREATED"}},
+               rows, "list_batch");
+  return Exit::ok;
+}
+
+CLI::App* batch_command(CLI::App* g, const char* name, const char* help) {
+  auto* c = g->add_subcommand(name, help);
+  c->add_option("BATCH", opt.batch, "Batch number (from list-issue plan or list)")->required();
+  return c;
+}
+
+}  // namespace
+
+void register_list_issue(CLI::App& app, Ctx& ctx) {
+  auto* g = app.add_subcommand("list-issue",
+                               "Issue one prize to every user of a CSV list: plan, approve (a second operator), run")
+                ->require_subcommand(1);
+  auto on = [&ctx](CLI::App* c, Exit (*fn)(Ctx&)) { c->callback([&ctx, fn] { ctx.action = [&ctx, fn] { return fn(ctx); }; }); };
+
+  auto* plan = g->add_subcommand("plan", "Read, check and dedupe the list; store it as a batch to approve");
+  plan->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  plan->add_option("FILE", opt.file, "CSV file with a user_id column; - reads standard input")->required();
+  plan->add_option("--prize", opt.prize, "Prize code every user gets")->required();
+  plan->add_option("--rejects", opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
+  plan->add_option("--max-rejects", opt.max_rejects,
+                   "Rejected rows allowed, as a count or a percentage of the rows read (N or N%); more fails with "
+                   "exit 65 and stores nothing (default 0)");
+  plan->add_flag("--allow-partial", opt.allow_partial,
+                 "Store the batch even when stock or budget do not cover every user (the rest is rejected when it runs)");
+  plan->add_flag("--dry-run", opt.dry_run, "Check and count everything, store nothing");
+  plan->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+      ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
+  on(plan, run_plan);
+
+  auto* approve = batch_command(g, "approve", "Approve a planned batch (not by the operator who planned it)");
+  approve->add_flag("--dry-run", opt.dry_run, "Check the rules and report; change nothing");
+  on(approve, run_approve);
+
+  auto* run = batch_command(g, "run", "Run (or resume) an approved batch: every pending user through the claim flow");
+  run->add_option("--workers", opt.workers, "Worker connections in this process (default 1)")
+      ->check(CLI::Range(1, 64));
+  run->add_option("--rate", opt.rate, "At most this many users per second (default: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
+  run->add_option("--chunk", opt.chunk, "Users per transaction (default 500)")->check(CLI::Range(int64_t(1), int64_t(100000)));
+  run->add_flag("--dry-run", opt.dry_run, "Send every pending user through the flow in one transaction, report, roll back");
+  run->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+      ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
+  on(run, run_run);
+
+  on(batch_command(g, "status", "Counts per item state, rate, ETA and the last error of a batch"), run_status);
+
+  auto* items = batch_command(g, "items", "The items of a batch in file order: user, state, record code, reason");
+  items->add_option("--state", opt.state, "Only items in this state")
+      ->check(CLI::IsMember({"pending", "issued", "rejected", "failed", "cancelled"}));
+  items->add_option("--limit", opt.limit, "At most N items (default 100)")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  on(items, run_items);
+
+  auto* cancel = batch_command(g, "cancel", "Cancel a batch: pending items are cancelled; a running worker stops after its chunk");
+  cancel->add_option("--reason", opt.reason, "Why (recorded)");
+  cancel->add_flag("--dry-run", opt.dry_run, "Report what would be cancelled; change nothing");
+  on(cancel, run_cancel);
+
+  auto* list = g->add_subcommand("list", "Every batch, newest first");
+  list->add_option("--activity", opt.activity, "Only batches of this activity");
+  on(list, run_list);
+}
+
+}  // namespace rc::cli

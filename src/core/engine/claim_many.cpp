@@ -1,0 +1,55 @@
+// Engine::claim_many: the common flow for many requests in one transaction (list-issue's chunks).
+// One commit for many grants is what makes a batch of a million users affordable; the rules are
+// not repeated here: each request goes through the same claim_step as Engine::claim.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "core/engine/engine.hpp"
+#include "core/engine/grant_view.hpp"
+#include "core/engine/idempotency.hpp"
+
+namespace rc::engine {
+
+std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<ClaimRequest>& rs) {
+  std::vector<ClaimOutcome> outs;
+  outs.reserve(rs.size());
+  const Millis now = clock_.now_ms();
+  for (const auto& r : rs) {
+    auto t0 = std::chrono::steady_clock::now();
+    ClaimOutcome out;
+    // A savepoint per request: a rejection after a write (limit counter, grant row, budget) must
+    // undo that request's writes and nothing of the requests before it.
+    tx.exec_script("SAVEPOINT claim_item");
+    StepResult step = claim_step(tx, r, now);
+    if (step.kind == StepResult::granted) {
+      tx.exec_script("RELEASE SAVEPOINT claim_item");
+      out.status = Status::granted;
+      out.grant = std::move(step.grant);
+    } else {
+      tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
+      tx.exec_script("RELEASE SAVEPOINT claim_item");
+      if (step.kind == StepResult::rejected) {
+        out.status = Status::rejected;
+        out.reason = step.reason;
+      } else {
+        // 1. idempotency: the grant an earlier run (or a twin) made for this biz_id is the answer.
+        auto g = find_grant_by_biz(tx, r.biz_id);
+        if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
+        answer_replay(r, *g, out);
+      }
+    }
+    // Delivery inside the same transaction when the channel is in the database; a replay left in
+    // init by a crash after its commit is delivered now too.
+    if (r.deliver && out.grant && out.grant->state == "init") deliver_in(tx, *out.grant, out.grant->state);
+    out.duration_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    spdlog::debug("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
+                  status_name(out.status), out.reason.empty() ? "" : " reason=" + out.reason,
+                  out.grant ? " record=" + out.grant->record_code : "", out.duration_us);
+    outs.push_back(std::move(out));
+  }
+  return outs;
+}
+
+}  // namespace rc::engine
