@@ -86,8 +86,11 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     res.limit = o.max_rejects.text();
     auto in = import::open_input(o.file);
     auto act = activity::get(tx, o.activity);
-    if (activity::is_final(act.state))
-      throw Error(Exit::data, "activity '" + o.activity + "' is " + act.state + ": nothing can be issued in it");
+    // Only a published activity: a definition under review can still be replaced (activity update),
+    // and a batch must run against exactly the definition it was planned and approved for.
+    if (act.state != "live" && act.state != "gray" && act.state != "paused")
+      throw Error(Exit::data, "activity '" + o.activity + "' is " + act.state +
+                                  ": plan a list for a published activity (gray, live or paused)");
     // A lottery draws its prize; a list gives every user the one prize named.
     if (act.kind == "lottery")
       throw Error(Exit::data, "activity '" + o.activity + "' is a lottery: list-issue gives one named prize (direct or redpack)");

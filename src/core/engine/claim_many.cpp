@@ -19,16 +19,15 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
     auto t0 = std::chrono::steady_clock::now();
     ClaimOutcome out;
     // A savepoint per request: a rejection after a write (limit counter, grant row, budget) must
-    // undo that request's writes and nothing of the requests before it.
-    tx.exec_script("SAVEPOINT claim_item");
+    // undo that request's writes and nothing of the requests before it. The previous request's
+    // savepoint is released in the same round trip.
+    tx.exec_script(&r == &rs.front() ? "SAVEPOINT claim_item" : "RELEASE SAVEPOINT claim_item; SAVEPOINT claim_item");
     StepResult step = claim_step(tx, r, now);
     if (step.kind == StepResult::granted) {
-      tx.exec_script("RELEASE SAVEPOINT claim_item");
       out.status = Status::granted;
       out.grant = std::move(step.grant);
     } else {
       tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
-      tx.exec_script("RELEASE SAVEPOINT claim_item");
       if (step.kind == StepResult::rejected) {
         out.status = Status::rejected;
         out.reason = step.reason;
@@ -49,6 +48,7 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
                   out.grant ? " record=" + out.grant->record_code : "", out.duration_us);
     outs.push_back(std::move(out));
   }
+  if (!rs.empty()) tx.exec_script("RELEASE SAVEPOINT claim_item");
   return outs;
 }
 
