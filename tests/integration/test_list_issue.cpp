@@ -83,6 +83,16 @@ std::string approved_batch(const TestDb& db, const std::string& file, std::vecto
   return b;
 }
 
+// A live activity with `stock` units of p1, and an approved batch of users u0..u<users-1>.
+std::string seeded_batch(TestDb& db, int64_t stock, int64_t users, std::vector<std::string> extra = {}) {
+  db.migrate();
+  Spec s;
+  s.stock = stock;
+  seed(db, s);
+  write_file(db.dir(), "l.csv", users_csv(0, users));
+  return approved_batch(db, db.dir() + "/l.csv", extra);
+}
+
 pid_t spawn_run(const TestDb& db, const std::string& batch, std::vector<std::string> extra = {}) {
   std::vector<std::string> args{REWARDCTL_BIN, "--db", db.url(), "list-issue", "run", batch, "--progress", "none"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -260,12 +270,7 @@ TEST_CASE("list-issue: only a published activity, and a changed definition refus
 
 TEST_CASE("list-issue: a batch larger than stock issues the stock and rejects the rest as sold_out") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.stock = 30;
-  seed(db, s);
-  write_file(db.dir(), "l.csv", users_csv(0, 50));
-  auto b = approved_batch(db, db.dir() + "/l.csv", {"--allow-partial"});
+  auto b = seeded_batch(db, 30, 50, {"--allow-partial"});
   // the dry-run twin: the same counts, nothing written
   auto d = last_json(db.ok({"list-issue", "run", b, "--dry-run", "-o", "json", "--chunk", "7"}, 3));
   CHECK(d["issued"] == 30);
@@ -300,12 +305,7 @@ TEST_CASE("list-issue: a batch larger than stock issues the stock and rejects th
 
 TEST_CASE("list-issue: cancel mid-run stops the worker after its chunk") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.stock = 1000;
-  seed(db, s);
-  write_file(db.dir(), "l.csv", users_csv(0, 400));
-  auto b = approved_batch(db, db.dir() + "/l.csv");
+  auto b = seeded_batch(db, 1000, 400);
   pid_t pid = spawn_run(db, b, {"--rate", "100", "--chunk", "10"});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (finished(db, b) < 30 && std::chrono::steady_clock::now() < deadline)
@@ -327,12 +327,7 @@ TEST_CASE("list-issue: killed with SIGKILL at random points and rerun, ten round
   // REWARDCTL_TEST_LIST_N=100000 runs the issue's full size.
   const int64_t n = std::getenv("REWARDCTL_TEST_LIST_N") ? std::atoll(std::getenv("REWARDCTL_TEST_LIST_N")) : 10'000;
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.stock = n;
-  seed(db, s);
-  write_file(db.dir(), "l.csv", users_csv(0, n));
-  auto b = approved_batch(db, db.dir() + "/l.csv");
+  auto b = seeded_batch(db, n, n);
   std::mt19937 rng(std::random_device{}());
   int64_t last = 0;
   for (int round = 0; round < 10; ++round) {
@@ -364,13 +359,7 @@ TEST_CASE("list-issue: killed with SIGKILL at random points and rerun, ten round
 
 TEST_CASE("list-issue: two processes and several workers share one batch with no overlap") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.stock = 3000;
-  seed(db, s);
-  write_file(db.dir(), "l.csv", users_csv(0, 3000));
-  auto b = approved_batch(db, db.dir() + "/l.csv");
-  std::vector<std::string> common{"--chunk", "50"};
+  auto b = seeded_batch(db, 3000, 3000);
   pid_t a = spawn_run(db, b, {"--chunk", "50", "--operator", "w1", "--workers", "2"});
   pid_t c = spawn_run(db, b, {"--chunk", "50", "--operator", "w2"});
   int ra = wait_exit(a), rc2 = wait_exit(c);
@@ -388,4 +377,23 @@ TEST_CASE("list-issue: two processes and several workers share one batch with no
     CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'list_item' AND actor = 'w1'") > 0);
     CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'list_item' AND actor = 'w2'") > 0);
   }
+}
+
+TEST_CASE("list-issue: a paused activity stops the run with every item still pending, and the run resumes") {
+  TestDb db;
+  auto b = seeded_batch(db, 100, 20);
+  db.ok({"activity", "pause", "act", "--operator", "ops"});
+  auto r = db.rc({"list-issue", "run", b, "--chunk", "5"});
+  CHECK(r.rc == 75);
+  CHECK(r.err.find("answers paused") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'pending'") == 20);
+  CHECK(db.count("SELECT count(*) FROM grants") == 0);
+  auto st = status(db, b);
+  CHECK(st["state"] == "running");
+  CHECK(st["last_error"].get<std::string>().find("paused") != std::string::npos);
+  db.ok({"activity", "resume", "act", "--operator", "ops"});
+  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
+  CHECK(j["issued"] == 20);
+  CHECK(j["state"] == "done");
+  CHECK(check_batch(db, b, 100).issued == 20);
 }
