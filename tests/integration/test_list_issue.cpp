@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "core/hash.hpp"
+#include "util/hash.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
