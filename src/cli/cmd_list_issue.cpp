@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "cli/job_common.hpp"
 #include "jobs/list_issue.hpp"
 
 namespace rc::cli {
@@ -21,6 +22,7 @@ struct {
   int workers = 1;
   double rate = 0;
   int64_t chunk = 500, limit = 100;
+  JobFlags job;  // run: --dry-run, --limit, --max-runtime, --metrics-textfile
 } opt;
 
 json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
@@ -96,46 +98,66 @@ Exit run_cancel(Ctx& ctx) {
   return report_change(ctx, li::cancel(*st, opt.batch, ctx.settings.operator_name, reason, ctx.now(), opt.dry_run));
 }
 
+// run goes through the job runner (pause switch, job_run row, --limit, --max-runtime, SIGTERM,
+// metrics). It takes no lease: processes on several hosts share a batch through SKIP LOCKED.
 Exit run_run(Ctx& ctx) {
   li::RunOptions o;
   o.batch_no = opt.batch;
   o.workers = opt.workers;
   o.rate_per_s = opt.rate;
   o.chunk = opt.chunk;
-  o.dry_run = opt.dry_run;
+  o.dry_run = opt.job.dry_run;
   o.operator_name = ctx.settings.operator_name;
   o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
   o.open_store = [&ctx] { return ctx.open_store(); };
   o.engine = engine_options(ctx);
-  auto st = ctx.open_store();
-  auto r = li::run(*st, o, *ctx.clock);
-  const int64_t n = r.issued + r.rejected;
-  const double per_s = r.seconds > 0 ? std::round(double(n) / r.seconds) : 0;
-  json reasons = json::object();
-  for (auto& [k, v] : r.reasons) reasons[k] = v;
-  ctx.out.record({{"batch", r.batch_no},
-                  {"state", r.state},
-                  {"dry_run", r.dry_run},
-                  {"issued", r.issued},
-                  {"rejected", r.rejected},
-                  {"failed", r.failed},
-                  {"reasons", reasons},
-                  {"pending", r.pending},
-                  {"total", r.total},
-                  {"seconds", std::round(r.seconds * 1000) / 1000},
-                  {"per_s", per_s},
-                  {"interrupted", r.interrupted}});
-  spdlog::info("{}run {}: issued {}, rejected {}, failed {} in {:.2f} s ({} /s); batch {}, {} pending",
-               r.dry_run ? "dry run: " : "", r.batch_no, r.issued, r.rejected, r.failed, r.seconds, per_s, r.state,
-               r.pending);
-  if (r.interrupted)
-    throw Error(Exit::interrupted, "interrupted: the chunks under way were finished; batch " + r.batch_no +
-                                       " is resumable (run it again)");
-  if (r.cancelled) {
-    spdlog::error("batch {} was cancelled while running", r.batch_no);
-    return Exit::findings;
-  }
-  return r.rejected + r.failed > 0 ? Exit::partial : Exit::ok;
+  li::RunResult r;
+  bool ran = false;
+  auto fn = [&](jobs::JobRun& run) {
+    o.job = &run;
+    r = li::run(run.store(), o, run.clock());
+    ran = true;
+    run.add("issued", r.issued, r.issued);
+    run.add("rejected", r.rejected, r.rejected);
+    if (r.failed) run.add("failed", r.failed);
+    run.more();  // records why the run stopped (limit, max_runtime, signal)
+    if (r.cancelled) run.set_exit(Exit::findings);
+    else if (r.rejected + r.failed > 0) run.set_exit(Exit::partial);
+  };
+  auto print = [&](const jobs::JobReport& rep) {
+    if (!ran) {  // paused: the runner did nothing
+      ctx.out.record({{"batch", opt.batch}, {"state", rep.state}, {"reason", rep.error}});
+      return;
+    }
+    const int64_t n = r.issued + r.rejected;
+    const double per_s = r.seconds > 0 ? std::round(double(n) / r.seconds) : 0;
+    json reasons = json::object();
+    for (auto& [k, v] : r.reasons) reasons[k] = v;
+    ctx.out.record({{"batch", r.batch_no},
+                    {"run_id", rep.run_id ? json(rep.run_id) : json(nullptr)},
+                    {"state", r.state},
+                    {"dry_run", r.dry_run},
+                    {"issued", r.issued},
+                    {"rejected", r.rejected},
+                    {"failed", r.failed},
+                    {"reasons", reasons},
+                    {"pending", r.pending},
+                    {"total", r.total},
+                    {"seconds", std::round(r.seconds * 1000) / 1000},
+                    {"per_s", per_s},
+                    {"interrupted", r.interrupted},
+                    {"stopped", rep.stopped.empty() ? json(nullptr) : json(rep.stopped)}});
+    spdlog::info("{}run {}: issued {}, rejected {}, failed {} in {:.2f} s ({} /s); batch {}, {} pending",
+                 r.dry_run ? "dry run: " : "", r.batch_no, r.issued, r.rejected, r.failed, r.seconds, per_s, r.state,
+                 r.pending);
+    if (r.interrupted)
+      spdlog::warn("interrupted: the chunks under way were finished; batch {} is resumable (run it again)", r.batch_no);
+    else if (r.stopped)
+      spdlog::info("stopped by --{}: batch {} is resumable, {} pending", rep.stopped == "limit" ? "limit" : "max-runtime",
+                   r.batch_no, r.pending);
+    if (r.cancelled) spdlog::error("batch {} was cancelled while running", r.batch_no);
+  };
+  return run_job_command(ctx, "list-issue", opt.job, fn, print);
 }
 
 json status_json(const li::Status& s, bool counts) {
@@ -236,7 +258,7 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
   run->add_option("--rate", opt.rate, "At most this many users per second (default: no limit)")
       ->check(CLI::Range(0.0, 1e9));
   run->add_option("--chunk", opt.chunk, "Users per transaction (default 500)")->check(CLI::Range(int64_t(1), int64_t(100000)));
-  run->add_flag("--dry-run", opt.dry_run, "Send every pending user through the flow in one transaction, report, roll back");
+  add_job_options(run, opt.job);
   run->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
   on(run, run_run);

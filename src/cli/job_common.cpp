@@ -46,9 +46,11 @@ JobSettings job_settings(const Ctx& ctx) {
   return js;
 }
 
-Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const jobs::JobFn& fn) {
+Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const jobs::JobFn& fn,
+                     const JobPrinter& print, const std::optional<std::string>& lease_key) {
   const auto& decl = jobs::job_decl(job);
   jobs::RunOptions o;
+  o.lease_key = lease_key;
   o.dry_run = f.dry_run;
   if (f.limit > 0) o.limit = f.limit;
   if (!f.max_runtime.empty()) o.max_runtime_ms = jobs::parse_duration_ms(f.max_runtime, "--max-runtime");
@@ -67,6 +69,10 @@ Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const 
   auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
   auto st = ctx.open_store();
   auto rep = jobs::run_job(decl, fn, *st, dsn, *ctx.clock, o);
+  if (print) {
+    print(rep);
+    return rep.exit;
+  }
   json counts = json::object();
   for (auto& [k, v] : rep.counts) counts[k] = v;
   json j{{"job", rep.job},

@@ -1,6 +1,8 @@
 #pragma once
 // What every job command shares on the command line: --dry-run, --limit, --max-runtime,
 // --metrics-textfile, the [jobs] settings (pause switch), and how a run's report is printed.
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "cli/context.hpp"
@@ -25,8 +27,12 @@ struct JobSettings {
 };
 JobSettings job_settings(const Ctx& ctx);
 
-// Runs the job through the runner with the flags and settings, prints its report (table or json),
-// and returns the exit code (0, 130 interrupted, or the job's own). A held lease throws Error(75).
-Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const jobs::JobFn& fn);
+// Runs the job through the runner with the flags and settings, prints its report (table or json;
+// `print`, when given, prints instead: a job with a result of its own), and returns the exit code
+// (0, 130 interrupted, or the job's own). A held lease throws Error(75). `lease_key` names the
+// lease when it is not the job's name.
+using JobPrinter = std::function<void(const jobs::JobReport&)>;
+Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const jobs::JobFn& fn,
+                     const JobPrinter& print = {}, const std::optional<std::string>& lease_key = std::nullopt);
 
 }  // namespace rc::cli

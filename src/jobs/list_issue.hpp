@@ -23,6 +23,7 @@
 #include "core/store/store.hpp"
 #include "jobs/reject_limit.hpp"
 #include "jobs/progress.hpp"
+#include "jobs/runner.hpp"
 
 namespace rc::jobs::list_issue {
 
@@ -112,6 +113,10 @@ struct RunOptions {
   // A new connection for each worker (the first worker uses the store passed to run()).
   std::function<std::unique_ptr<store::Store>()> open_store;
   engine::EngineOptions engine;
+  // The job runner's run (null when called without the runner, as the benchmark does): before each
+  // chunk the workers ask it whether to go on (signal, --max-runtime) and how many items --limit
+  // still allows; the caller adds this run's counts to it afterwards.
+  JobRun* job = nullptr;
 };
 
 struct RunResult {
@@ -123,6 +128,7 @@ struct RunResult {
   bool dry_run = false;
   bool interrupted = false;  // SIGINT/SIGTERM: the current chunks finished, the batch is resumable
   bool cancelled = false;    // the batch was cancelled while running
+  bool stopped = false;      // --limit or --max-runtime ended the run with items still pending
 };
 
 // Runs (or resumes) an approved batch until no item is pending. Refuses with Error(no_perm) a batch

@@ -49,10 +49,31 @@ struct Shared {
   std::exception_ptr error;  // under mu: the first failure of any worker
   double next_slot = 0;      // under mu: --rate pacing, steady seconds
   int64_t chunk;             // items per transaction: at most a second's worth under --rate
+  int64_t reserved = 0;      // under mu: items taken by chunks under way or finished (--limit)
+  std::atomic<bool> stopped{false};  // --limit or --max-runtime
   Shared(const RunOptions& opts, const BatchRow& batch, int64_t pending)
       : o(opts), b(batch), progress(opts.progress, "run " + batch.batch_no, uint64_t(pending), "users"),
         chunk(opts.rate_per_s > 0 ? std::max<int64_t>(1, std::min<int64_t>(opts.chunk, int64_t(opts.rate_per_s)))
                                   : opts.chunk) {}
+
+  // How many items the next chunk may take: the chunk size, less what --limit leaves after the
+  // chunks of every worker; 0 when the runner says stop (signal, --limit, --max-runtime).
+  int64_t reserve() {
+    std::lock_guard<std::mutex> l(mu);
+    if (!o.job) return chunk;
+    int64_t n = o.job->more() ? o.job->allowance(chunk + reserved) - reserved : 0;
+    if (n <= 0) {
+      stopped = true;
+      return 0;
+    }
+    reserved += n;
+    return n;
+  }
+  // Gives back what a chunk reserved and did not take.
+  void unreserve(int64_t n) {
+    std::lock_guard<std::mutex> l(mu);
+    reserved -= n;
+  }
 };
 
 double steady_s() {
@@ -120,8 +141,16 @@ class Worker {
         sh_.interrupted = true;
         return;
       }
-      if (!pace(sh_, sh_.chunk)) continue;
-      if (!chunk()) return;
+      const int64_t want = sh_.reserve();
+      if (want == 0) return;
+      if (!pace(sh_, want)) {
+        sh_.unreserve(want);
+        continue;
+      }
+      size_t n = 0;
+      const bool more = chunk(want, n);
+      sh_.unreserve(want - int64_t(n));
+      if (!more) return;
     }
   }
 
@@ -130,7 +159,10 @@ class Worker {
     int64_t after = 0;
     while (true) {
       check_interrupted();
-      auto items = select(tx, after);
+      const int64_t want = sh_.reserve();
+      if (want == 0) return;
+      auto items = select(tx, after, want);
+      sh_.unreserve(want - int64_t(items.size()));
       if (items.empty()) return;
       after = items.back().id;
       process(tx, items);
@@ -140,12 +172,12 @@ class Worker {
   }
 
  private:
-  std::vector<PendingItem> select(store::Tx& tx, int64_t after) {
+  std::vector<PendingItem> select(store::Tx& tx, int64_t after, int64_t limit) {
     std::string sql = "SELECT id, user_id FROM list_item WHERE batch_id = $1 AND state = 'pending' AND id > $2 "
                       "ORDER BY id LIMIT $3";
     // Several processes share a batch: each locks its own chunk and skips the others'.
     if (tx.dialect() == store::Dialect::postgres && !sh_.o.dry_run) sql += " FOR UPDATE SKIP LOCKED";
-    auto r = tx.query(sql, {sh_.b.id, after, sh_.chunk});
+    auto r = tx.query(sql, {sh_.b.id, after, limit});
     std::vector<PendingItem> out;
     out.reserve(r.size());
     for (auto& row : r.rows) out.push_back({row.i64(0), row.str(1)});
@@ -198,9 +230,8 @@ class Worker {
   }
 
   // One chunk in one transaction. Returns false when there is nothing more to do for this worker.
-  bool chunk() {
+  bool chunk(int64_t want, size_t& n) {
     std::vector<int64_t> deliver;
-    size_t n = 0;
     bool running = true;
     std::string state;
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
@@ -216,7 +247,7 @@ class Worker {
         tx.rollback_only();
         return;
       }
-      auto items = select(tx, 0);
+      auto items = select(tx, 0, want);
       n = items.size();
       if (n) deliver = process(tx, items);
     });
@@ -401,7 +432,8 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
       }
       res.interrupted = sh.interrupted || interrupted();
       res.cancelled = sh.cancelled;
-      if (!res.interrupted && !res.cancelled) finish(st, b, o.operator_name, clock.now_ms());
+      res.stopped = sh.stopped && !res.interrupted;
+      if (!res.interrupted && !res.cancelled && !res.stopped) finish(st, b, o.operator_name, clock.now_ms());
     }
     res.issued = sh.issued;
     res.rejected = sh.rejected;

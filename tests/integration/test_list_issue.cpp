@@ -397,3 +397,42 @@ TEST_CASE("list-issue: a paused activity stops the run with every item still pen
   CHECK(j["state"] == "done");
   CHECK(check_batch(db, b, 100).issued == 20);
 }
+
+TEST_CASE("list-issue: run is a job of the runner - pause switch, --limit over every worker, job_run rows") {
+  TestDb db;
+  auto b = seeded_batch(db, 100, 40);
+  // the pause switch: paused, exit 0, nothing issued, no job_run row, the batch still approved
+  auto p = last_json(db.ok({"list-issue", "run", b, "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
+  CHECK(p["state"] == "paused");
+  CHECK(db.count("SELECT count(*) FROM grants") == 0);
+  CHECK(db.count("SELECT count(*) FROM job_run") == 0);
+  CHECK(status(db, b)["state"] == "approved");
+
+  // --limit counts items over every worker and chunk: exactly 13, the rest pending, batch running
+  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "13", "--chunk", "5", "--workers", "3"}));
+  CHECK(j["issued"] == 13);
+  CHECK(j["stopped"] == "limit");
+  CHECK(j["state"] == "running");
+  CHECK(j["pending"] == 27);
+  auto c = check_batch(db, b, 100);
+  CHECK(c.issued == 13);
+  CHECK(c.pending == 27);
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'list-issue' AND state = 'done' AND stopped = 'limit' "
+                 "AND exit_code = 0") == 1);
+
+  // the dry run honours --limit too and writes no job_run row
+  auto d = last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "4", "--dry-run"}));
+  CHECK(d["issued"] == 4);
+  CHECK(check_batch(db, b, 100).issued == 13);
+  CHECK(db.count("SELECT count(*) FROM job_run") == 1);
+
+  // the same command continues and finishes the batch
+  auto k = last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
+  CHECK(k["issued"] == 27);
+  CHECK(k["state"] == "done");
+  CHECK(k["stopped"].is_null());
+  CHECK(check_batch(db, b, 100).issued == 40);
+  auto h = db.ok({"jobs", "history", "--job", "list-issue", "-o", "json"});
+  CHECK(lines(h.out).size() == 2);
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'list-issue' AND state = 'done'") == 2);
+}
