@@ -12,7 +12,7 @@ namespace rc::cli {
 namespace {
 
 struct {
-  std::string activity, file, source, rejects, max_rejects = "0", progress = "auto", reason, user, status;
+  std::string activity, file, source, rejects, max_rejects = "0", progress = "auto", reason, user, status, expires_at;
   int64_t batch_size = 0;
   bool dry_run = false;
 } opt;
@@ -38,6 +38,12 @@ Options file_job(Ctx& ctx) {
 Exit run_import(Ctx& ctx) {
   auto o = file_job<jobs::ImportOptions>(ctx);
   o.source = opt.source;
+  if (!opt.expires_at.empty()) {
+    o.expires_at = parse_rfc3339(opt.expires_at);
+    if (!o.expires_at)
+      throw Error(Exit::usage, "--expires-at must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59+08:00, "
+                               "not '" + opt.expires_at + "'");
+  }
   auto store = ctx.open_store();
   auto r = jobs::import_qualifications(*store, o, *ctx.clock);
   const auto& c = r.counts;
@@ -154,6 +160,9 @@ void register_import(CLI::App& app, Ctx& ctx) {
                                  "Import a whitelist CSV into an activity: idempotent, with a rejects file");
   file_options(imp);
   imp->add_option("--source", opt.source, "Source recorded on each qualification (default: the file name)");
+  imp->add_option("--expires-at", opt.expires_at,
+                  "When the new qualifications expire (RFC 3339 with an offset; the expire job moves them to expired); "
+                  "a row's own expires_at cell wins");
   imp->callback([&ctx] { ctx.action = [&ctx] { return run_import(ctx); }; });
 
   auto* q = app.add_subcommand("qualification", "Whitelist entries: revoke, show, count")->require_subcommand(1);

@@ -36,8 +36,9 @@ class Loader {
   virtual ~Loader() = default;
   // Starts a batch in tx.
   virtual void begin(store::Tx& tx) = 0;
-  // A valid row (user_id trimmed, ext JSON or "").
-  virtual void row(const csv::Record& rec, const std::string& user_id, const std::string& ext) = 0;
+  // A valid row (user_id trimmed, ext JSON or "", expires_at or none).
+  virtual void row(const csv::Record& rec, const std::string& user_id, const std::string& ext,
+                   std::optional<Millis> expires_at) = 0;
   // A row that failed the row rules.
   virtual void reject(const csv::Record& rec, const std::string& why) = 0;
   // Applies the batch in tx and writes its rejects (in line order within the batch) to the rejects

@@ -49,8 +49,12 @@ std::string unhex(const std::string& s) {
 // A row held back from the direct COPY for the staging table.
 struct Held {
   int64_t line;
-  std::optional<std::string> user_id, ext, raw, error;
+  std::optional<std::string> user_id, ext, raw, error, expires_at;
 };
+
+std::optional<std::string> text(std::optional<Millis> t) {
+  return t ? std::optional<std::string>(std::to_string(*t)) : std::nullopt;
+}
 
 class PgLoader : public Loader {
  public:
@@ -70,18 +74,19 @@ class PgLoader : public Loader {
     counts_ = {};
     staged_valid_ = flagged_ = direct_rows_ = 0;
     tx.exec_script(
-        "CREATE TEMP TABLE rc_import_stg (line BIGINT NOT NULL, user_id TEXT, ext TEXT, raw TEXT, error TEXT) "
-        "ON COMMIT DROP");
+        "CREATE TEMP TABLE rc_import_stg (line BIGINT NOT NULL, user_id TEXT, ext TEXT, raw TEXT, error TEXT, "
+        "expires_at BIGINT) ON COMMIT DROP");
     if (direct_) open_direct();
     else open_stage();
   }
 
-  void row(const csv::Record& rec, const std::string& user_id, const std::string& ext) override {
+  void row(const csv::Record& rec, const std::string& user_id, const std::string& ext,
+           std::optional<Millis> expires_at) override {
     const bool maybe = bloom_.test_and_add(user_id);
     std::optional<std::string> e;
     if (!ext.empty()) e = ext;
     if (direct_ && !maybe) {
-      direct(rec.line, user_id, e);
+      direct(rec.line, user_id, e, text(expires_at));
       return;
     }
     ++staged_valid_;
@@ -91,12 +96,12 @@ class PgLoader : public Loader {
       ++flagged_;
       raw = reject_text(h_, rec);
     }
-    stage({rec.line, user_id, std::move(e), std::move(raw), std::nullopt});
+    stage({rec.line, user_id, std::move(e), std::move(raw), std::nullopt, text(expires_at)});
   }
 
   void reject(const csv::Record& rec, const std::string& why) override {
     ++counts_.rejected;
-    stage({rec.line, std::nullopt, std::nullopt, hex(reject_text(h_, rec)), why});
+    stage({rec.line, std::nullopt, std::nullopt, hex(reject_text(h_, rec)), why, std::nullopt});
   }
 
   void skipped(const std::string& user_id) override { bloom_.test_and_add(user_id); }
@@ -143,12 +148,14 @@ class PgLoader : public Loader {
   }
 
  private:
-  void open_stage() { bulk_ = store_.bulk_writer(*tx_, "rc_import_stg", {"line", "user_id", "ext", "raw", "error"}); }
+  void open_stage() {
+    bulk_ = store_.bulk_writer(*tx_, "rc_import_stg", {"line", "user_id", "ext", "raw", "error", "expires_at"});
+  }
   void open_direct() {
-    // status takes the column default ('unused'): COPY here is limited to 8 columns
+    // status takes the column default ('unused')
     bulk_ = store_.bulk_writer(*tx_, "qualification",
-                               {"activity_id", "user_id", "source", "import_id", "import_line", "ext", "created_at",
-                                "updated_at"});
+                               {"activity_id", "user_id", "source", "import_id", "import_line", "ext", "expires_at",
+                                "created_at", "updated_at"});
   }
   static void close(std::unique_ptr<store::BulkWriter>& b) {
     if (!b) return;
@@ -156,10 +163,11 @@ class PgLoader : public Loader {
     b.reset();
   }
 
-  void direct(int64_t line, const std::string& user_id, const std::optional<std::string>& ext) {
+  void direct(int64_t line, const std::string& user_id, const std::optional<std::string>& ext,
+              const std::optional<std::string>& expires_at) {
     ++direct_rows_;
     cells_.assign({std::to_string(ids_.activity_id), user_id, ids_.source, ids_.import_id, std::to_string(line), ext,
-                   std::to_string(ids_.now), std::to_string(ids_.now)});
+                   expires_at, std::to_string(ids_.now), std::to_string(ids_.now)});
     try {
       bulk_->write_row(cells_);
     } catch (const store::UniqueViolation& e) {
@@ -189,6 +197,7 @@ class PgLoader : public Loader {
       return;
     }
     held_bytes_ += sizeof(Held) + (h.user_id ? h.user_id->size() : 0) + (h.ext ? h.ext->size() : 0) +
+                   (h.expires_at ? h.expires_at->size() : 0) +
                    (h.raw ? h.raw->size() : 0) + (h.error ? h.error->size() : 0);
     held_.push_back(std::move(h));
     if (held_.size() >= 20000 || held_bytes_ >= (8 << 20)) {
@@ -200,7 +209,7 @@ class PgLoader : public Loader {
   }
 
   void write_staged(const Held& h) {
-    cells_.assign({std::to_string(h.line), h.user_id, h.ext, h.raw, h.error});
+    cells_.assign({std::to_string(h.line), h.user_id, h.ext, h.raw, h.error, h.expires_at});
     bulk_->write_row(cells_);
   }
 
@@ -229,9 +238,9 @@ class PgLoader : public Loader {
     const std::string not_dup =
         with_dups ? " AND NOT EXISTS (SELECT 1 FROM rc_import_dup d WHERE d.line = s.line)" : "";
     const std::string insert =
-        "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
-        "updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, $4::bigint, "
-        "$4::bigint FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
+        "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, expires_at, "
+        "created_at, updated_at) SELECT $1::bigint, s.user_id, 'unused', $3::text, $2::text, s.line, s.ext, "
+        "s.expires_at, $4::bigint, $4::bigint FROM rc_import_stg s WHERE s.error IS NULL" + not_dup +
         " ORDER BY s.user_id ON CONFLICT (activity_id, user_id) DO NOTHING";
     const store::Params params{ids_.activity_id, ids_.import_id, ids_.source, ids_.now};
     tx.exec_script("SET LOCAL work_mem = '256MB'");  // the sort of a large batch stays in memory

@@ -11,15 +11,16 @@
 namespace rc::jobs::import {
 namespace {
 
-// INSERT of n rows: $1 activity, $2 source, $3 import id, $4 now, then (user_id, line, ext) per row.
+// INSERT of n rows: $1 activity, $2 source, $3 import id, $4 now, then (user_id, line, ext, expires_at)
+// per row.
 std::string insert_sql(size_t n) {
   std::string s =
-      "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, created_at, "
-      "updated_at) VALUES ";
+      "INSERT INTO qualification (activity_id, user_id, status, source, import_id, import_line, ext, expires_at, "
+      "created_at, updated_at) VALUES ";
   for (size_t i = 0; i < n; ++i) {
-    const std::string b = std::to_string(5 + 3 * i);
-    s += (i ? ", ($1, $" : "($1, $") + b + ", 'unused', $2, $3, $" + std::to_string(6 + 3 * i) + ", $" +
-         std::to_string(7 + 3 * i) + ", $4, $4)";
+    auto p = [&](size_t k) { return "$" + std::to_string(5 + 4 * i + k); };
+    s += std::string(i ? ", (" : "(") + "$1, " + p(0) + ", 'unused', $2, $3, " + p(1) + ", " + p(2) + ", " + p(3) +
+         ", $4, $4)";
   }
   return s + " ON CONFLICT (activity_id, user_id) DO NOTHING";
 }
@@ -35,6 +36,7 @@ constexpr size_t kChunkBytes = 8 << 20;
 struct Pending {
   int64_t line;
   std::string user_id, ext, text;  // text: the row for the rejects file
+  std::optional<Millis> expires_at;
 };
 struct Rejected {
   int64_t line;
@@ -58,8 +60,9 @@ class SqliteLoader : public Loader {
     counts_ = {};
   }
 
-  void row(const csv::Record& rec, const std::string& user_id, const std::string& ext) override {
-    chunk_.push_back({rec.line, user_id, ext, reject_text(h_, rec)});
+  void row(const csv::Record& rec, const std::string& user_id, const std::string& ext,
+           std::optional<Millis> expires_at) override {
+    chunk_.push_back({rec.line, user_id, ext, reject_text(h_, rec), expires_at});
     bytes_ += user_id.size() + ext.size() + chunk_.back().text.size() + sizeof(Pending);
     if (chunk_.size() >= kChunkRows || bytes_ >= kChunkBytes) flush();
   }
@@ -114,6 +117,7 @@ class SqliteLoader : public Loader {
       params_.emplace_back(p.user_id);
       params_.emplace_back(p.line);
       params_.push_back(p.ext.empty() ? store::kNull : store::Value(p.ext));
+      params_.push_back(p.expires_at ? store::Value(*p.expires_at) : store::kNull);
     }
     const int64_t changed = tx_->exec(sql, params_);
     counts_.inserted += changed;

@@ -65,6 +65,9 @@ class ImportRun {
 
   ImportResult run() {
     auto t0 = std::chrono::steady_clock::now();
+    if (o_.expires_at && *o_.expires_at <= now_)
+      throw Error(Exit::usage, "--expires-at " + format_utc(*o_.expires_at) + " is not in the future (now " +
+                                   format_utc(now_) + "): nothing was imported");
     in_ = import::open_input(o_.file);
     activity_id_ = activity::id_of(s_, o_.activity);
     in_->reader->set_tap([this](const char* p, size_t n) {
@@ -161,13 +164,15 @@ class ImportRun {
   Counts load_batch(store::Tx& tx, int64_t already) {
     csv::Record rec;
     std::string uid, ext;
+    std::optional<Millis> expires_at;
     loader_->begin(tx);
     int64_t n = 0;
     auto& rd = *in_->reader;
     while ((o_.batch_size == 0 || n < o_.batch_size) && rd.next(rec)) {
       ++n;
       std::string why = import::check_row(h_, rec, uid, ext);
-      if (why.empty()) loader_->row(rec, uid, ext);
+      if (why.empty()) why = import::row_expiry(h_, rec, now_, expires_at);
+      if (why.empty()) loader_->row(rec, uid, ext, expires_at ? expires_at : o_.expires_at);
       else loader_->reject(rec, why);
       progress_->update(already + n, rd.bytes_read());
       if ((n & 4095) == 0) check_interrupted();

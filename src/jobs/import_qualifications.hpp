@@ -28,6 +28,9 @@ struct ImportOptions {
   import::RejectLimit max_rejects;  // default 0: any rejected row fails the import
   int64_t batch_size = 0;    // rows per transaction; 0 = the whole file in one
   bool dry_run = false;      // everything is done and rolled back; the rejects file only with rejects_path
+  // When new qualifications expire (the expire job moves them unused -> expired), unless the row's
+  // own expires_at cell says otherwise; none: they never expire. REQUIRES: after now.
+  std::optional<Millis> expires_at;
   std::string operator_name;
   ProgressMode progress = ProgressMode::none;
 };

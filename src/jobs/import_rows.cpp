@@ -39,6 +39,8 @@ Header read_header(csv::Reader& reader) {
     if (n == "user_id") {
       h.user_col = i;
       found = true;
+    } else if (n == "expires_at") {
+      h.expires_col = i;
     } else if (!ignored_column(n)) {
       h.ext_cols.push_back(i);
     }
@@ -69,6 +71,17 @@ std::string check_row(const Header& h, const csv::Record& rec, std::string& user
     for (size_t c : h.ext_cols) j[h.names[c]] = rec.fields[c];
     ext = j.dump();
   }
+  return "";
+}
+
+std::string row_expiry(const Header& h, const csv::Record& rec, Millis now, std::optional<Millis>& at) {
+  at.reset();
+  if (!h.expires_col) return "";
+  const std::string v = trim_identifier(rec.fields[*h.expires_col]);
+  if (v.empty()) return "";
+  at = parse_rfc3339(v);
+  if (!at) return "expires_at '" + v + "' is not an RFC 3339 time with an offset (2026-12-31T23:59:59+08:00)";
+  if (*at <= now) return "expires_at " + v + " is not in the future";
   return "";
 }
 

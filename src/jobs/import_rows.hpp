@@ -4,9 +4,11 @@
 // The --max-rejects budget is in reject_limit.hpp, the rejects file in rejects_writer.hpp, the
 // opened input in input.hpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "util/csv_reader.hpp"
 
 namespace rc::jobs::import {
@@ -14,7 +16,8 @@ namespace rc::jobs::import {
 struct Header {
   std::vector<std::string> names;  // as in the file, trimmed
   size_t user_col = 0;
-  std::vector<size_t> ext_cols;    // kept in the qualification's ext (all but user_id, _line, _error)
+  std::vector<size_t> ext_cols;    // kept in the qualification's ext (all but user_id, expires_at, _line, _error)
+  std::optional<size_t> expires_col;  // an expires_at column: the row's own expiry (import-qualifications)
   int64_t line = 1;
 };
 
@@ -27,6 +30,11 @@ Header read_header(csv::Reader& reader);
 // other columns as strings, "" when there are none) when the row is valid; otherwise the reason,
 // worded for the rejects file ("user_id is empty", "3 fields, the header has 2").
 std::string check_row(const Header& h, const csv::Record& rec, std::string& user_id, std::string& ext);
+
+// The row's expires_at cell (REQUIRES: check_row accepted the row). Returns "" and sets `at` (nullopt
+// when the file has no expires_at column or the cell is empty), or the reason for the rejects file:
+// not RFC 3339 with an offset, or not after `now`.
+std::string row_expiry(const Header& h, const csv::Record& rec, Millis now, std::optional<Millis>& at);
 
 // Reason a user id is invalid, or "": the identifier rules of core/identifier.hpp, named "user_id".
 std::string check_user_id(const std::string& id);

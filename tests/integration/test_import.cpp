@@ -518,3 +518,54 @@ TEST_CASE("import: a batched re-import of existing users does work in proportion
   // range once per batch is 10 x n more
   CHECK(reads <= 3 * n);
 }
+
+TEST_CASE("import: --expires-at and an expires_at column give qualifications an expiry that expire honours") {
+  TestDb db;
+  fresh(db);
+  const std::map<std::string, std::string> at_import{{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}};
+  // bad option values: exit 64, nothing written
+  rt::write_file(db.dir(), "a.csv", "user_id\nu1\nu2\n");
+  auto bad = db.ok({"import-qualifications", "act", "a.csv", "--expires-at", "2030-06-01"}, 64, at_import);
+  CHECK(bad.err.find("--expires-at must be an RFC 3339 time") != std::string::npos);
+  auto past = db.ok({"import-qualifications", "act", "a.csv", "--expires-at", "2029-12-31T23:59:59Z"}, 64, at_import);
+  CHECK(past.err.find("not in the future") != std::string::npos);
+  CHECK(qualified(db) == 0);
+
+  // the first import (PostgreSQL: COPY straight into the table) takes the option for every row
+  db.ok({"import-qualifications", "act", "a.csv", "--expires-at", "2030-02-01T08:00:00+08:00"}, 0, at_import);
+  const int64_t feb1 = 1896134400000;  // 2030-02-01T00:00:00Z
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE expires_at = $1", {feb1}) == 2);
+
+  // a second import (PostgreSQL: through the staging table): the column wins, an empty cell takes the
+  // option, a bad cell is a rejected row naming its line, and the column is not kept in ext
+  rt::write_file(db.dir(), "b.csv",
+                 "user_id,expires_at,tier\nu3,2030-03-01T00:00:00Z,gold\nu4,,gold\nu5,tomorrow,gold\n"
+                 "u6,2029-01-01T00:00:00Z,gold\nu1,2031-01-01T00:00:00Z,gold\n");
+  auto r = db.ok({"import-qualifications", "act", "b.csv", "--expires-at", "2030-04-01T00:00:00Z", "--max-rejects", "2",
+                  "-o", "json"},
+                 3, at_import);
+  auto j = last_json(r);
+  CHECK(j["inserted"] == 2);
+  CHECK(j["existing"] == 1);
+  CHECK(j["rejected"] == 2);
+  auto rej = rejects(db.dir() + "/b.csv.rejects.csv");
+  REQUIRE(rej.size() == 2);
+  CHECK(rej[0].first == 4);
+  CHECK(rej[0].second.find("expires_at 'tomorrow' is not an RFC 3339 time") != std::string::npos);
+  CHECK(rej[1].first == 5);
+  CHECK(rej[1].second.find("not in the future") != std::string::npos);
+  auto s = db.open();
+  auto q = s->query("SELECT user_id, expires_at, ext FROM qualification ORDER BY user_id");
+  REQUIRE(q.size() == 4);
+  CHECK(q[0].i64(1) == feb1);           // u1 existed: it keeps its expiry
+  CHECK(q[2].i64(1) == 1898553600000);  // u3: 2030-03-01T00:00:00Z from its cell
+  CHECK(q[3].i64(1) == 1901232000000);  // u4: 2030-04-01T00:00:00Z from the option
+  CHECK(json::parse(q[2].str(2)) == json{{"tier", "gold"}});
+  CHECK(last_json(db.ok({"qualification", "show", "act", "u3", "-o", "json"}))["expires_at"] == "2030-03-01T00:00:00Z");
+
+  // expire at 2030-02-15 expires u1 and u2 (unused, past their expiry) and nothing else
+  db.ok({"expire"}, 0, {{"REWARDCTL_NOW", "2030-02-15T00:00:00Z"}});
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'expired'") == 2);
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'expired' AND user_id IN ('u1', 'u2')") == 2);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification' AND to_state = 'expired'") == 2);
+}

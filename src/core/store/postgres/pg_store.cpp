@@ -190,7 +190,9 @@ class PgBulk : public BulkWriter {
         case 6: put<6>(row); break;
         case 7: put<7>(row); break;
         case 8: put<8>(row); break;
-        default: throw Error(Exit::internal, "COPY supports 1 to 8 columns");
+        case 9: put<9>(row); break;
+        case 10: put<10>(row); break;
+        default: throw Error(Exit::internal, "COPY supports 1 to 10 columns");
       }
     } catch (const Error&) {
       throw;
