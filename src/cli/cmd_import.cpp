@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "cli/job_common.hpp"
 #include "core/identifier.hpp"
 #include "jobs/import_qualifications.hpp"
 
@@ -13,6 +14,7 @@ namespace {
 
 struct {
   std::string activity, file, source, rejects, max_rejects = "0", progress = "auto", reason, user, status, expires_at;
+  std::string metrics_textfile;
   int64_t batch_size = 0;
   bool dry_run = false;
 } opt;
@@ -35,7 +37,9 @@ Options file_job(Ctx& ctx) {
   return o;
 }
 
-Exit run_import(Ctx& ctx) {
+// The options of an import, checked before anything runs (a usage error writes nothing, not even a
+// job_run row).
+jobs::ImportOptions import_options(Ctx& ctx) {
   auto o = file_job<jobs::ImportOptions>(ctx);
   o.source = opt.source;
   if (!opt.expires_at.empty()) {
@@ -43,10 +47,18 @@ Exit run_import(Ctx& ctx) {
     if (!o.expires_at)
       throw Error(Exit::usage, "--expires-at must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59+08:00, "
                                "not '" + opt.expires_at + "'");
+    if (*o.expires_at <= ctx.now())
+      throw Error(Exit::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
+                                   format_utc(ctx.now()) + "): nothing was imported");
   }
-  auto store = ctx.open_store();
-  auto r = jobs::import_qualifications(*store, o, *ctx.clock);
+  return o;
+}
+
+Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
+  auto r = jobs::import_qualifications(run.store(), o, run.clock());
   const auto& c = r.counts;
+  for (auto [k, v] : {std::pair{"inserted", c.inserted}, {"existing", c.existing}, {"rejected", c.rejected}})
+    run.add(k, v, v);
   spdlog::info("{}import into {} from {}: read {}, inserted {}, existing {}, rejected {} in {:.2f} s ({} rows/s){}",
                r.dry_run ? "dry run: " : "", r.activity, r.file, c.read, c.inserted, c.existing, c.rejected, r.seconds,
                per_second(c.read, r.seconds),
@@ -77,11 +89,11 @@ Exit run_import(Ctx& ctx) {
   return r.exit_code();
 }
 
-Exit run_revoke(Ctx& ctx) {
-  auto o = file_job<jobs::RevokeOptions>(ctx);
-  o.reason = opt.reason;
-  auto store = ctx.open_store();
-  auto r = jobs::revoke_qualifications(*store, o, *ctx.clock);
+Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
+  auto r = jobs::revoke_qualifications(run.store(), o, run.clock());
+  for (auto [k, v] : {std::pair{"revoked", r.revoked}, {"not_found", r.not_found}, {"not_unused", r.not_unused},
+                      {"rejected", r.rejected}})
+    run.add(k, v, v);
   spdlog::info("{}revoke in {} from {}: read {}, revoked {}, not found {}, not unused {}, rejected {} in {:.2f} s",
                r.dry_run ? "dry run: " : "", r.activity, r.file, r.read, r.revoked, r.not_found, r.not_unused,
                r.rejected, r.seconds);
@@ -104,6 +116,29 @@ Exit run_revoke(Ctx& ctx) {
                                 (opt.batch_size > 0 ? " by the last batch" : ""));
   if (r.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(r.rejected), r.limit, see);
   return r.exit_code();
+}
+
+// Import and revoke are jobs of the runner: the pause switch, a job_run row, SIGTERM recorded as
+// interrupted (exit 130), --metrics-textfile. The body prints its own summary; an over-limit file
+// throws after it, and the runner records the run as failed with that message.
+template <class Options>
+Exit as_job(Ctx& ctx, const std::string& job, const Options& o, Exit (*body)(Ctx&, const Options&, jobs::JobRun&)) {
+  JobFlags f;
+  f.dry_run = opt.dry_run;
+  f.metrics_textfile = opt.metrics_textfile;
+  return run_job_command(
+      ctx, job, f, [&ctx, &o, body](jobs::JobRun& run) { run.set_exit(body(ctx, o, run)); },
+      [&job](const jobs::JobReport& rep) {
+        if (rep.state == "interrupted")
+          spdlog::warn("{} interrupted: batches committed before the signal stay; the same command continues", job);
+      });
+}
+
+Exit run_import(Ctx& ctx) { return as_job(ctx, "import-qualifications", import_options(ctx), import_body); }
+Exit run_revoke(Ctx& ctx) {
+  auto o = file_job<jobs::RevokeOptions>(ctx);
+  o.reason = opt.reason;
+  return as_job(ctx, "qualification-revoke", o, revoke_body);
 }
 
 Exit run_show(Ctx& ctx) {
@@ -151,6 +186,8 @@ void file_options(CLI::App* c) {
   c->add_flag("--dry-run", opt.dry_run, "Do everything, report the counts, and roll back");
   c->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
+  c->add_option("--metrics-textfile", opt.metrics_textfile,
+                "Update this Prometheus textfile (node_exporter textfile collector) atomically after the run");
 }
 
 }  // namespace

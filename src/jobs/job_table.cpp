@@ -16,6 +16,8 @@ const std::vector<JobDecl>& job_table() {
       {"fuse-scan", "evaluate fuse rules and block what trips", LockKind::exclusive, {}},
       {"reconcile", "prove stock, budget, ledger and logs add up", LockKind::exclusive, {"expire"}},
       {"list-issue", "issue a prize to every user of an approved list batch", LockKind::per_item, {}},
+      {"import-qualifications", "load a whitelist CSV into an activity's qualifications", LockKind::per_item, {}},
+      {"qualification-revoke", "revoke the unused qualifications of the users a CSV lists", LockKind::per_item, {}},
   };
   return t;
 }

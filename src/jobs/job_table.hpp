@@ -2,8 +2,8 @@
 // Every batch job declared as data, as ninja's tool table and pgBackRest's command table do: its
 // name, the lock it needs and the jobs it must not overlap with. The runner (jobs/runner.hpp) takes
 // the locks; `jobs locks`, `jobs history`, the man page and examples/cron follow this table.
-// (import-qualifications and qualification revoke are operator commands, not jobs: they share the
-// batch loop, jobs/batch.hpp, but record no job_run and ignore the pause switch.)
+// import-qualifications and qualification revoke are jobs too (job_run, pause switch, SIGTERM, metrics):
+// they take no lease, since UNIQUE (activity, user) and the conditional revoke make two runs safe.
 #include <string>
 #include <vector>
 
