@@ -569,3 +569,36 @@ TEST_CASE("import: --expires-at and an expires_at column give qualifications an 
   CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'expired' AND user_id IN ('u1', 'u2')") == 2);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification' AND to_state = 'expired'") == 2);
 }
+
+TEST_CASE("import: import and revoke are jobs of the runner - pause switch, job_run rows with counts") {
+  TestDb db;
+  fresh(db);
+  rt::write_file(db.dir(), "a.csv", "user_id\nu1\nu2\nu3\n");
+  auto p = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
+  CHECK(p["state"] == "paused");
+  CHECK(qualified(db) == 0);
+  CHECK(db.count("SELECT count(*) FROM job_run") == 0);
+
+  db.ok({"import-qualifications", "act", "a.csv"});
+  CHECK(qualified(db) == 3);
+  rt::write_file(db.dir(), "r.csv", "user_id\nu1\nnobody\n");
+  db.ok({"qualification", "revoke", "act", "r.csv", "--reason", "fraud"});
+  auto s = db.open();
+  auto runs = s->query("SELECT job, state, counts, exit_code FROM job_run ORDER BY id");
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].str(0) == "import-qualifications");
+  CHECK(runs[0].str(1) == "done");
+  CHECK(json::parse(runs[0].str(2))["inserted"] == 3);
+  CHECK(runs[1].str(0) == "qualification-revoke");
+  CHECK(json::parse(runs[1].str(2))["revoked"] == 1);
+  CHECK(json::parse(runs[1].str(2))["not_found"] == 1);
+
+  // a usage error records nothing; an over-limit file is a failed run with its message
+  db.ok({"import-qualifications", "act", "a.csv", "--max-rejects", "lots"}, 64);
+  CHECK(db.count("SELECT count(*) FROM job_run") == 2);
+  rt::write_file(db.dir(), "bad.csv", "user_id\nu9\n\"\"\n");
+  db.ok({"import-qualifications", "act", "bad.csv"}, 65);
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'import-qualifications' AND state = 'failed' AND exit_code = 65 "
+                 "AND error LIKE '%over --max-rejects%'") == 1);
+  CHECK(qualified(db) == 3);
+}
