@@ -1,5 +1,5 @@
 #pragma once
-// Versioned schema migrations, embedded at build time from sql/<dialect>/NNNN_name.sql.
+// Schema migrations: sql/NNNN_name.sql, expanded per dialect and embedded by cmake/embed.cmake.
 #include <string>
 #include <vector>
 
