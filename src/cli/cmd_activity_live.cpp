@@ -1,0 +1,182 @@
+// activity blacklist | gray (add, remove) | stock | budget | change (list, approve, reject):
+// live changes to a running activity (core/activity/live.hpp).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/context.hpp"
+#include "core/activity/live.hpp"
+#include "core/identifier.hpp"
+#include "jobs/import_rows.hpp"
+#include "jobs/input.hpp"
+
+namespace rc::cli {
+namespace {
+
+namespace live = rc::activity::live;
+
+struct {
+  std::string code, prize, reason, file, state;
+  std::vector<std::string> users;
+  int64_t add = 0, remove = 0, raise = 0, set = -1, id = 0;
+  bool dry_run = false;
+} opt;
+
+activity::Actor actor(Ctx& ctx) { return {ctx.settings.operator_name, opt.dry_run}; }
+
+// The users named on the command line and in -f FILE (a CSV with a user_id column, the rules of
+// import-qualifications). Any invalid one refuses the whole command, naming it (FILE:LINE for the file).
+std::vector<std::string> users() {
+  std::vector<std::string> out;
+  for (auto& u : opt.users) out.push_back(require_identifier(u, IdKind::user, "USER"));
+  if (!opt.file.empty()) {
+    auto in = jobs::import::open_input(opt.file);
+    auto h = jobs::import::read_header(*in->reader);
+    csv::Record rec;
+    std::string uid, ext;
+    while (in->reader->next(rec)) {
+      std::string why = jobs::import::check_row(h, rec, uid, ext);
+      if (!why.empty()) throw Error(Exit::data, in->reader->where(rec.line) + ": " + why + ": nothing was changed");
+      out.push_back(uid);
+    }
+  }
+  if (out.empty()) throw Error(Exit::usage, "name at least one USER, or -f FILE with a user_id column");
+  return out;
+}
+
+json change_json(const live::Change& c) {
+  auto opt_i = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+  auto opt_s = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"id", c.id ? json(c.id) : json(nullptr)},
+          {"activity", c.code},
+          {"kind", c.kind},
+          {"prize", c.prize.empty() ? json(nullptr) : json(c.prize)},
+          {"amount", c.amount},
+          {"state", c.state},
+          {"reason", c.reason},
+          {"requested_by", c.requested_by},
+          {"decided_by", opt_s(c.decided_by)},
+          {"decision_reason", opt_s(c.decision_reason)},
+          {"before", opt_i(c.before)},
+          {"after", opt_i(c.after)},
+          {"created_at", format_utc(c.created_at)},
+          {"decided_at", c.decided_at ? json(format_utc(*c.decided_at)) : json(nullptr)}};
+}
+
+Exit print_change(Ctx& ctx, const live::Change& c) {
+  spdlog::info("{}{}", c.dry_run ? "dry run: " : "", c.message);
+  auto j = change_json(c);
+  j["dry_run"] = c.dry_run;
+  j["message"] = c.message;
+  ctx.out.record(j);
+  return Exit::ok;
+}
+
+Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
+  auto us = users();
+  auto st = ctx.open_store();
+  auto r = live::change_user_list(*st, opt.code, list, add, us, actor(ctx), ctx.now());
+  spdlog::info("{}{} list of {}: {} {} of {} user(s)", r.dry_run ? "dry run: " : "", r.list, r.code,
+               add ? "added" : "removed", r.changed, r.requested);
+  ctx.out.record({{"activity", r.code}, {"list", r.list}, {"op", r.op}, {"requested", r.requested},
+                  {"changed", r.changed}, {"dry_run", r.dry_run}});
+  return Exit::ok;
+}
+
+Exit run_stock(Ctx& ctx) {
+  if ((opt.add > 0) == (opt.remove > 0)) throw Error(Exit::usage, "activity stock needs exactly one of --add N or --remove N");
+  live::ChangeSpec c{opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, opt.code, opt.prize,
+                     opt.add > 0 ? opt.add : opt.remove, opt.reason};
+  auto st = ctx.open_store();
+  return print_change(ctx, live::request(*st, c, ctx.settings.review_required, actor(ctx), ctx.now()));
+}
+
+Exit run_budget(Ctx& ctx) {
+  if ((opt.raise > 0) == (opt.set >= 0))
+    throw Error(Exit::usage, "activity budget needs exactly one of --raise CENTS or --set CENTS");
+  live::ChangeSpec c{opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, opt.code, "",
+                     opt.raise > 0 ? opt.raise : opt.set, opt.reason};
+  auto st = ctx.open_store();
+  return print_change(ctx, live::request(*st, c, ctx.settings.review_required, actor(ctx), ctx.now()));
+}
+
+template <class F>
+void on(CLI::App* c, Ctx& ctx, F f) {
+  c->callback([&ctx, f] { ctx.action = [&ctx, f] { return f(ctx); }; });
+}
+void add_dry_run(CLI::App* c) { c->add_flag("--dry-run", opt.dry_run, "Check and report what would change; write nothing"); }
+
+}  // namespace
+
+void register_activity_live(CLI::App& app, Ctx& ctx) {
+  auto* g = activity_group(app);
+  for (auto list : {live::UserList::black, live::UserList::gray}) {
+    const bool black = list == live::UserList::black;
+    auto* lg = g->add_subcommand(black ? "blacklist" : "gray",
+                                 black ? "Users who may never claim in an activity (any state; effective on the next claim)"
+                                       : "Users who may claim while an activity is published to the gray list")
+                   ->require_subcommand(1);
+    for (bool add : {true, false}) {
+      auto* c = lg->add_subcommand(add ? "add" : "remove", add ? "Add users to the list" : "Remove users from the list");
+      c->add_option("code", opt.code, "Activity code")->required();
+      c->add_option("users", opt.users, "User ids");
+      c->add_option("-f,--file", opt.file, "CSV file with a user_id column (the rules of import-qualifications); - reads standard input");
+      add_dry_run(c);
+      on(c, ctx, [list, add](Ctx& cx) { return run_list_change(cx, list, add); });
+    }
+  }
+
+  auto* stock = g->add_subcommand("stock", "Add stock to a running prize (spread over its buckets) or remove what is left");
+  stock->add_option("code", opt.code, "Activity code")->required();
+  stock->add_option("--prize", opt.prize, "Prize code")->required();
+  stock->add_option("--add", opt.add, "Units to add (a cash or costly prize needs a second operator when review.required)")
+      ->check(CLI::Range(int64_t(1), INT64_MAX));
+  stock->add_option("--remove", opt.remove, "Units to remove; never more than what is left")->check(CLI::Range(int64_t(1), INT64_MAX));
+  stock->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  add_dry_run(stock);
+  on(stock, ctx, run_stock);
+
+  auto* budget = g->add_subcommand("budget", "Raise the authorised budget of a running activity, or set it (never below consumed)");
+  budget->add_option("code", opt.code, "Activity code")->required();
+  budget->add_option("--raise", opt.raise, "Cents to authorise on top (a second operator approves when review.required)")
+      ->check(CLI::Range(int64_t(1), INT64_MAX));
+  budget->add_option("--set", opt.set, "Authorised budget in cents; refused below what is consumed")
+      ->check(CLI::Range(int64_t(0), INT64_MAX));
+  budget->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  add_dry_run(budget);
+  on(budget, ctx, run_budget);
+
+  auto* ch = g->add_subcommand("change", "Changes to stock and budget: list, approve, reject")->require_subcommand(1);
+  auto* cl = ch->add_subcommand("list", "Every change, newest first");
+  cl->add_option("--activity", opt.code, "Only changes of this activity");
+  cl->add_option("--state", opt.state, "Only changes in this state")->check(CLI::IsMember({"proposed", "applied", "rejected"}));
+  on(cl, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    std::optional<std::string> code, state;
+    if (!opt.code.empty()) code = opt.code;
+    if (!opt.state.empty()) state = opt.state;
+    std::vector<json> rows;
+    for (auto& x : live::list(*st, code, state)) rows.push_back(change_json(x));
+    c.out.rows({{"id", "ID"}, {"activity", "ACTIVITY"}, {"kind", "KIND"}, {"prize", "PRIZE"}, {"amount", "AMOUNT"},
+                {"state", "STATE"}, {"requested_by", "BY"}, {"decided_by", "DECIDED BY"}, {"before", "BEFORE"},
+                {"after", "AFTER"}, {"reason", "REASON"}},
+               rows, "change");
+    return Exit::ok;
+  });
+  auto* ca = ch->add_subcommand("approve", "Approve a proposed change (not by its proposer); it applies at once");
+  ca->add_option("id", opt.id, "Change id (from activity change list)")->required();
+  add_dry_run(ca);
+  on(ca, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    return print_change(c, live::approve(*st, opt.id, actor(c), c.now()));
+  });
+  auto* cr = ch->add_subcommand("reject", "Reject a proposed change");
+  cr->add_option("id", opt.id, "Change id")->required();
+  cr->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  add_dry_run(cr);
+  on(cr, ctx, [](Ctx& c) {
+    auto st = c.open_store();
+    return print_change(c, live::reject(*st, opt.id, opt.reason, actor(c), c.now()));
+  });
+}
+
+}  // namespace rc::cli
