@@ -14,6 +14,7 @@ CREATE TABLE change_request (
   before_value    BIGINT,
   after_value     BIGINT,
   created_at      BIGINT NOT NULL,
+  updated_at      BIGINT NOT NULL,
   decided_at      BIGINT
 );
 CREATE INDEX change_request_activity ON change_request (activity_id, id);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -213,9 +214,13 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   auto set = last_json(db.ok({"activity", "budget", "act", "--set", "400", "--reason", "cut", "-o", "json"}));
   CHECK(set["state"] == "applied");  // no higher: at once
   CHECK(claim_reason(db, "u9", "b9", 1) == "budget_exhausted");
-  // a budget raise proposed before the cut is checked again when it applies
+  // every change is listed (the refused --set 399 stored nothing), newest first
   auto lst = db.ok({"activity", "change", "list", "--activity", "act", "-o", "json"});
-  CHECK(lines(lst.out).size() == 4);
+  auto ls = lines(lst.out);
+  REQUIRE(ls.size() == 3);
+  CHECK(json::parse(ls[0])["kind"] == "budget_set");
+  CHECK(json::parse(ls[2])["kind"] == "budget_raise");
+  CHECK(lines(db.ok({"activity", "change", "list", "--state", "proposed", "-o", "json"}).out).empty());
   db.ok({"activity", "budget", "act", "--raise", "0", "--reason", "x"}, 64);
   db.ok({"activity", "budget", "act", "--raise", "1"}, 64);  // --reason is required
   db.ok({"activity", "change", "approve", "999999", "--operator", "bob"}, 65);

@@ -78,7 +78,10 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
   if (is_stock(kind)) {
     auto p = get_prize(s, a.id, a.code, prize);
     const std::string pg_lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
-    auto b = s.query("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY remain DESC, bucket" + pg_lock, {p.id});
+    // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
+    auto b = s.query(std::string("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY ") +
+                         (kind == ChangeKind::stock_add ? "total, bucket" : "remain DESC, bucket") + pg_lock,
+                     {p.id});
     if (kind == ChangeKind::stock_add) {
       if (util::sat_add(p.stock_total, amount) == INT64_MAX)
         throw Error(Exit::data, "prize " + prize + ": stock " + std::to_string(p.stock_total) + " + " +
@@ -253,8 +256,8 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
       c.decided_at = now;
     }
     c.id = tx.query("INSERT INTO change_request (activity_id, kind, prize_code, amount, state, reason, requested_by, "
-                    "decided_by, before_value, after_value, created_at, decided_at) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                    "decided_by, before_value, after_value, created_at, updated_at, decided_at) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING id",
                     {a.id, c.kind, c.prize.empty() ? store::kNull : store::Value(c.prize), c.amount, c.state, c.reason,
                      c.requested_by, store::opt(c.decided_by), store::opt(c.before), store::opt(c.after), now,
                      store::opt(c.decided_at)})[0]
