@@ -19,6 +19,11 @@ struct {
   bool dry_run = false;
 } opt;
 
+CLI::Option* expires_opt = nullptr;  // --expires-at: given at all (an empty value is an error)
+
+// A value echoed in a message, cut to a readable length.
+std::string clip(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 60) + "..."; }
+
 int64_t per_second(int64_t n, double s) { return s > 0 ? int64_t(std::llround(double(n) / s)) : n; }
 std::string rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
 
@@ -42,11 +47,11 @@ Options file_job(Ctx& ctx) {
 jobs::ImportOptions import_options(Ctx& ctx) {
   auto o = file_job<jobs::ImportOptions>(ctx);
   o.source = opt.source;
-  if (!opt.expires_at.empty()) {
+  if (expires_opt && expires_opt->count() > 0) {
     o.expires_at = parse_rfc3339(opt.expires_at);
     if (!o.expires_at)
       throw Error(Exit::usage, "--expires-at must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59+08:00, "
-                               "not '" + opt.expires_at + "'");
+                               "not '" + clip(opt.expires_at) + "'");
     if (*o.expires_at <= ctx.now())
       throw Error(Exit::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
                                    format_utc(ctx.now()) + "): nothing was imported");
@@ -57,7 +62,9 @@ jobs::ImportOptions import_options(Ctx& ctx) {
 Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
   auto r = jobs::import_qualifications(run.store(), o, run.clock());
   const auto& c = r.counts;
-  for (auto [k, v] : {std::pair{"inserted", c.inserted}, {"existing", c.existing}, {"rejected", c.rejected}})
+  // this run's work (a resumed import's totals include what the earlier run committed)
+  for (auto [k, v] : {std::pair{"inserted", c.inserted - r.resumed.inserted}, {"existing", c.existing - r.resumed.existing},
+                      {"rejected", c.rejected - r.resumed.rejected}})
     run.add(k, v, v);
   spdlog::info("{}import into {} from {}: read {}, inserted {}, existing {}, rejected {} in {:.2f} s ({} rows/s){}",
                r.dry_run ? "dry run: " : "", r.activity, r.file, c.read, c.inserted, c.existing, c.rejected, r.seconds,
@@ -77,7 +84,8 @@ Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
                     {"seconds", std::round(r.seconds * 1000) / 1000},
                     {"rows_per_s", per_second(c.read, r.seconds)},
                     {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
-                    {"over_limit", r.over_limit}});
+                    {"over_limit", r.over_limit},
+                    {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
     throw Error(Exit::data, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
@@ -108,7 +116,8 @@ Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
                     {"rejected", r.rejected},
                     {"seconds", std::round(r.seconds * 1000) / 1000},
                     {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
-                    {"over_limit", r.over_limit}});
+                    {"over_limit", r.over_limit},
+                    {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
     throw Error(Exit::data, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
@@ -197,7 +206,7 @@ void register_import(CLI::App& app, Ctx& ctx) {
                                  "Import a whitelist CSV into an activity: idempotent, with a rejects file");
   file_options(imp);
   imp->add_option("--source", opt.source, "Source recorded on each qualification (default: the file name)");
-  imp->add_option("--expires-at", opt.expires_at,
+  expires_opt = imp->add_option("--expires-at", opt.expires_at,
                   "When the new qualifications expire (RFC 3339 with an offset; the expire job moves them to expired); "
                   "a row's own expires_at cell wins");
   imp->callback([&ctx] { ctx.action = [&ctx] { return run_import(ctx); }; });

@@ -39,7 +39,7 @@ JobSettings job_settings(const Ctx& ctx) {
   }
   if (const char* e = std::getenv("REWARDCTL_JOBS_PAUSED"); e && *e) {
     std::string v = e;
-    if (v == "1" || v == "true" || v == "yes" || v == "on") js.paused = true;
+    if (v == "1" || v == "true" || v == "yes" || v == "on") js.paused = true, js.paused_by = "REWARDCTL_JOBS_PAUSED=" + v + " in the environment";
     else if (v == "0" || v == "false" || v == "no" || v == "off") js.paused = false;
     else throw Error(Exit::config, "REWARDCTL_JOBS_PAUSED must be true or false, not '" + v + "'");
   }
@@ -58,6 +58,7 @@ Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const 
   o.operator_name = ctx.settings.operator_name;
   auto js = job_settings(ctx);
   o.paused = js.paused;
+  o.paused_by = js.paused_by;
   o.stop_file = js.stop_file;
   if (auto why = jobs::pause_reason(o); !why.empty()) {
     // paused: not even the database is opened (run_job would say the same)

@@ -23,6 +23,7 @@ void add_job_options(CLI::App* c, JobFlags& f);
 // paused. Throws Error(config) naming file:line:column for an unknown key or a wrong type.
 struct JobSettings {
   bool paused = false;
+  std::string paused_by = "jobs.paused = true in the config";
   std::string stop_file;
 };
 JobSettings job_settings(const Ctx& ctx);

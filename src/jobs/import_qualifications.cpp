@@ -22,6 +22,7 @@ using import::Counts;
 
 Exit ImportResult::exit_code() const {
   if (over_limit) return Exit::data;
+  if (interrupted) return Exit::interrupted;
   return counts.rejected > 0 ? Exit::partial : Exit::ok;
 }
 
@@ -110,7 +111,14 @@ class ImportRun {
     total_ = resume_.counts;
     consumed_ = resume_.rows_committed;
     run_id_ = resume_.run_id;
-    while (!eof_ && !over_) transaction();
+    bool stopped = false;
+    try {
+      while (!eof_ && !over_) transaction();
+    } catch (const Error& e) {
+      // a signal: the batches committed before it stay, and their counts are the result
+      if (e.code() != Exit::interrupted) throw;
+      stopped = true;
+    }
     progress_->finish();
 
     ImportResult r;
@@ -120,6 +128,8 @@ class ImportRun {
     r.sha256 = prehashed_ ? sha_ : hash_.hex();
     r.counts = over_ ? over_counts_ : total_;
     r.resumed_from = resume_.rows_committed;
+    r.resumed = resume_.counts;
+    r.interrupted = stopped;
     r.dry_run = o_.dry_run;
     r.over_limit = over_;
     r.limit = o_.max_rejects.text();

@@ -40,6 +40,9 @@ struct ImportResult {
   std::string rejects_path;  // empty when no rejects file was written
   import::Counts counts;     // totals, including what an earlier run committed when resumed
   int64_t resumed_from = 0;  // data rows committed by the earlier run this one continued
+  import::Counts resumed;    // what that earlier run committed (counts less this: this run's work)
+  // SIGINT/SIGTERM stopped the import after its last committed batch: counts are what is committed.
+  bool interrupted = false;
   double seconds = 0;
   bool dry_run = false;
   // More rows were rejected than --max-rejects allows: the transaction was rolled back (with a batch
@@ -68,6 +71,7 @@ struct RevokeResult {
   int64_t read = 0, revoked = 0, not_found = 0, not_unused = 0, rejected = 0;
   double seconds = 0;
   bool dry_run = false, over_limit = false;
+  bool interrupted = false;  // SIGINT/SIGTERM: the counts are what the committed batches did
   Exit exit_code() const;
 };
 

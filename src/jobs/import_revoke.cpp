@@ -18,6 +18,7 @@ namespace rc::jobs {
 
 Exit RevokeResult::exit_code() const {
   if (over_limit) return Exit::data;
+  if (interrupted) return Exit::interrupted;
   return rejected > 0 ? Exit::partial : Exit::ok;
 }
 
@@ -100,6 +101,8 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
   csv::Record rec;
   std::string uid, ext;
   std::vector<std::string> users;  // one chunk of user ids
+  bool stopped = false;
+  try {
   while (!eof && !over) {
     RevokeCounts pending;
     const uint64_t mark = rejects.flush();
@@ -162,6 +165,11 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
     if (!over) total = pending;
     check_interrupted();
   }
+  } catch (const Error& e) {
+    // a signal: the batches committed before it stay, and their counts are the result
+    if (e.code() != Exit::interrupted) throw;
+    stopped = true;
+  }
   progress.finish();
 
   RevokeResult r;
@@ -176,6 +184,7 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
   r.rejected = c.rejected;
   r.dry_run = o.dry_run;
   r.over_limit = over;
+  r.interrupted = stopped;
   if (rejects.enabled() && c.rejected > 0) r.rejects_path = rejects.path();
   else rejects.remove_stale();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -80,7 +80,9 @@ std::string row_expiry(const Header& h, const csv::Record& rec, Millis now, std:
   const std::string v = trim_identifier(rec.fields[*h.expires_col]);
   if (v.empty()) return "";
   at = parse_rfc3339(v);
-  if (!at) return "expires_at '" + v + "' is not an RFC 3339 time with an offset (2026-12-31T23:59:59+08:00)";
+  if (!at)
+    return "expires_at '" + (v.size() <= 64 ? v : v.substr(0, 60) + "...") +
+           "' is not an RFC 3339 time with an offset (2026-12-31T23:59:59+08:00)";
   if (*at <= now) return "expires_at " + v + " is not in the future";
   return "";
 }

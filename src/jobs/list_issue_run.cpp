@@ -404,6 +404,12 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
       auto body = [&](store::Store& s) {
         try {
           Worker(sh, s, clock).loop();
+        } catch (const Error& e) {
+          // a signal cancels the statement in progress: the chunk rolled back, those committed stay
+          std::lock_guard<std::mutex> l(sh.mu);
+          if (e.code() == Exit::interrupted) sh.interrupted = true;
+          else if (!sh.error) sh.error = std::current_exception();
+          sh.stop = true;
         } catch (...) {
           std::lock_guard<std::mutex> l(sh.mu);
           if (!sh.error) sh.error = std::current_exception();

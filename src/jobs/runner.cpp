@@ -94,7 +94,7 @@ bool JobRun::sleep_ms(int64_t ms) {
 }
 
 std::string pause_reason(const RunOptions& o) {
-  if (o.paused) return "jobs.paused = true in the config";
+  if (o.paused) return o.paused_by;
   struct stat sb;
   if (!o.stop_file.empty() && ::stat(o.stop_file.c_str(), &sb) == 0) return "the stop file " + o.stop_file + " exists";
   return "";

@@ -33,7 +33,8 @@ struct RunOptions {
   std::optional<int64_t> max_runtime_ms; // stop between chunks once this long has passed
   std::string metrics_textfile;          // Prometheus textfile to update ("" = none)
   std::string operator_name;             // recorded as the actor of every change
-  bool paused = false;                   // jobs.paused = true
+  bool paused = false;                   // jobs.paused = true (or REWARDCTL_JOBS_PAUSED)
+  std::string paused_by = "jobs.paused = true in the config";  // where `paused` came from, for the message
   std::string stop_file;                 // jobs.stop_file: its existence pauses every job
   // the lease key when it is not the job's name (a list-issue batch: "list-issue:B...")
   std::optional<std::string> lease_key;

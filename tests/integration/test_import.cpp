@@ -527,6 +527,9 @@ TEST_CASE("import: --expires-at and an expires_at column give qualifications an 
   rt::write_file(db.dir(), "a.csv", "user_id\nu1\nu2\n");
   auto bad = db.ok({"import-qualifications", "act", "a.csv", "--expires-at", "2030-06-01"}, 64, at_import);
   CHECK(bad.err.find("--expires-at must be an RFC 3339 time") != std::string::npos);
+  db.ok({"import-qualifications", "act", "a.csv", "--expires-at", ""}, 64, at_import);
+  auto huge = db.ok({"import-qualifications", "act", "a.csv", "--expires-at", std::string(5000, '9')}, 64, at_import);
+  CHECK(huge.err.size() < 400);  // the value is cut, not echoed whole
   auto past = db.ok({"import-qualifications", "act", "a.csv", "--expires-at", "2029-12-31T23:59:59Z"}, 64, at_import);
   CHECK(past.err.find("not in the future") != std::string::npos);
   CHECK(qualified(db) == 0);
@@ -576,6 +579,7 @@ TEST_CASE("import: import and revoke are jobs of the runner - pause switch, job_
   rt::write_file(db.dir(), "a.csv", "user_id\nu1\nu2\nu3\n");
   auto p = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
   CHECK(p["state"] == "paused");
+  CHECK(p["reason"].get<std::string>().find("REWARDCTL_JOBS_PAUSED") != std::string::npos);
   CHECK(qualified(db) == 0);
   CHECK(db.count("SELECT count(*) FROM job_run") == 0);
 

@@ -251,3 +251,65 @@ TEST_CASE("faults: SIGTERM while a batch's statement waits stops the import at o
   db.ok({"import-qualifications", "act", "q.csv", "--batch-size", "10000", "--progress", "none"});
   CHECK(db.count("SELECT count(*) FROM qualification") == n);
 }
+
+TEST_CASE("faults: SIGTERM after committed work - import and list-issue record this run's counts, exit 130") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 20000;
+  seed(db, s);
+  auto job_counts = [&](const std::string& job) {
+    auto st = db.open();
+    auto r = st->query("SELECT state, counts, exit_code FROM job_run WHERE job = $1 ORDER BY id DESC", {job});
+    REQUIRE(!r.empty());
+    CHECK(r[0].str(0) == "interrupted");
+    CHECK(r[0].i64(2) == 130);
+    return json::parse(r[0].str(1));
+  };
+
+  SUBCASE("import-qualifications with --batch-size") {
+    const int n = 300000;
+    write_file(db.dir(), "q.csv", users_file(n));
+    pid_t pid = spawn(db.dir(), {"--db", db.url(), "import-qualifications", "act", "q.csv", "--batch-size", "5000",
+                                 "--progress", "none", "-o", "json"});
+    CHECK(wait_for([&] { return db.count("SELECT coalesce(max(rows_committed), 0) FROM import_run") >= 5000; }));
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(exit_code(status) == 130);
+    const int64_t committed = db.count("SELECT count(*) FROM qualification");
+    CHECK(committed > 0);
+    CHECK(committed < n);
+    CHECK(job_counts("import-qualifications")["inserted"] == committed);
+    auto out = json::parse(read_file(db.dir() + "/bg.out"));
+    CHECK(out["interrupted"] == true);
+    CHECK(out["inserted"] == committed);
+    // the same command continues; this run's counts are its own work, not the total
+    auto r = db.ok({"import-qualifications", "act", db.dir() + "/q.csv", "--batch-size", "5000"});
+    CHECK(db.count("SELECT count(*) FROM qualification") == n);
+    auto st = db.open();
+    auto last = st->query("SELECT counts FROM job_run WHERE job = 'import-qualifications' ORDER BY id DESC");
+    CHECK(json::parse(last[0].str(0))["inserted"] == n - committed);
+  }
+  SUBCASE("list-issue run with two workers") {
+    write_file(db.dir(), "l.csv", users_file(20000));
+    auto plan = json::parse(lines(db.ok({"list-issue", "plan", "act", db.dir() + "/l.csv", "--prize", "p1", "-o", "json",
+                                         "--operator", "alice"}).out).back());
+    const std::string b = plan["batch"];
+    db.ok({"list-issue", "approve", b, "--operator", "bob"});
+    pid_t pid = spawn(db.dir(), {"--db", db.url(), "list-issue", "run", b, "--workers", "2", "--chunk", "200",
+                                 "--progress", "none", "-o", "json"});
+    CHECK(wait_for([&] { return db.count("SELECT count(*) FROM list_item WHERE state = 'issued'") >= 400; }));
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(exit_code(status) == 130);
+    const int64_t issued = db.count("SELECT count(*) FROM list_item WHERE state = 'issued'");
+    CHECK(issued < 20000);
+    CHECK(job_counts("list-issue")["issued"] == issued);
+    auto out = json::parse(read_file(db.dir() + "/bg.out"));
+    CHECK(out["interrupted"] == true);
+    CHECK(out["issued"] == issued);
+    CHECK(db.count("SELECT count(*) FROM grants") == issued);
+  }
+}
