@@ -311,6 +311,11 @@ class Worker {
   std::map<std::string, int64_t> pending_reasons_;
 };
 
+std::string batch_state(store::Store& st, int64_t batch_id) {
+  auto r = st.query("SELECT state FROM list_batch WHERE id = $1", {batch_id});
+  return r.empty() ? "" : r[0].str(0);
+}
+
 int64_t count_pending(store::Session& s, int64_t batch_id) {
   return s.query("SELECT COUNT(*) FROM list_item WHERE batch_id = $1 AND state = 'pending'", {batch_id})[0].i64(0);
 }
@@ -437,7 +442,9 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
         }
       }
       res.interrupted = sh.interrupted || interrupted();
-      res.cancelled = sh.cancelled;
+      // A cancel that commits while a worker's chunk looks for items leaves that chunk empty (the
+      // cancelled items are no longer pending) rather than showing the state: ask the batch itself.
+      res.cancelled = sh.cancelled || batch_state(st, b.id) == "cancelled";
       res.stopped = sh.stopped && !res.interrupted;
       if (!res.interrupted && !res.cancelled && !res.stopped) finish(st, b, o.operator_name, clock.now_ms());
     }
