@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/activity/live.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -194,7 +195,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   CHECK(ok["after"] == 500);
   CHECK(db.count("SELECT authorised_cents FROM budget") == 500);
   // approving twice is refused and applies nothing
-  db.ok({"activity", "change", "approve", std::to_string(id), "--operator", "carol"}, 65);
+  db.ok({"activity", "change", "approve", std::to_string(id), "--operator", "carol"}, 1);
   CHECK(db.count("SELECT authorised_cents FROM budget") == 500);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'change_request' AND entity_id = $1", {id}) == 2);
   CHECK(audits(db, "activity.change.approve") == 1);
@@ -224,4 +225,39 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   db.ok({"activity", "budget", "act", "--raise", "0", "--reason", "x"}, 64);
   db.ok({"activity", "budget", "act", "--raise", "1"}, 64);  // --reason is required
   db.ok({"activity", "change", "approve", "999999", "--operator", "bob"}, 65);
+}
+
+TEST_CASE("live: concurrent budget raises and stock adds all apply, one after the other (no lost update)") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 500;
+  s.buckets = 3;
+  s.budget = 100000;
+  seed(db, s);
+  namespace live = rc::activity::live;
+  const int n = 8;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i)
+    ts.emplace_back([&, i] {
+      auto st = db.open();
+      const rc::activity::Actor who{"op" + std::to_string(i), false};
+      if (i % 2 == 0)
+        live::request(*st, {live::ChangeKind::budget_raise, "act", "", 100, "r"}, false, who, 1);
+      else
+        live::request(*st, {live::ChangeKind::stock_add, "act", "p1", 10, "s"}, false, who, 1);
+    });
+  for (auto& t : ts) t.join();
+  CHECK(db.count("SELECT authorised_cents FROM budget") == 100000 + 100 * n / 2);
+  CHECK(db.count("SELECT stock_total FROM prize") == 500 + 10 * n / 2);
+  CHECK(db.count("SELECT sum(total) FROM stock") == 500 + 10 * n / 2);
+  // each applied change starts where the one before it ended
+  CHECK(db.count("SELECT count(DISTINCT before_value) FROM change_request WHERE kind = 'budget_raise'") == n / 2);
+  CHECK(db.count("SELECT count(DISTINCT before_value) FROM change_request WHERE kind = 'stock_add'") == n / 2);
+
+  // a proposal's dry run names no change id; an unknown activity's list is an error
+  auto d = last_json(db.ok({"activity", "budget", "act", "--raise", "5", "--reason", "d", "--dry-run", "-o", "json"}));
+  CHECK(d["id"].is_null());
+  CHECK(d["message"].get<std::string>().find("approve") == std::string::npos);
+  db.ok({"activity", "change", "list", "--activity", "nope"}, 65);
 }

@@ -7,7 +7,7 @@
 
 #include "core/audit.hpp"
 #include "core/error.hpp"
-#include "util/checked_math.hpp"
+#include "core/interrupt.hpp"
 
 namespace rc::activity::live {
 
@@ -42,10 +42,14 @@ struct PrizeRow {
   int64_t id = 0, buckets = 1, stock_total = 0, unit_cost_cents = 0;
   std::string item_kind;
 };
-PrizeRow get_prize(Session& s, int64_t activity_id, const std::string& code, const std::string& prize) {
+// for_update: lock the prize row until the transaction ends (PostgreSQL; SQLite's write transaction
+// holds the database), so that two changes of one prize apply one after the other.
+PrizeRow get_prize(Session& s, int64_t activity_id, const std::string& code, const std::string& prize,
+                   bool for_update = false) {
+  const bool lock = for_update && s.dialect() == store::Dialect::postgres;
   auto r = s.query(
       "SELECT p.id, p.buckets, p.stock_total, i.unit_cost_cents, i.kind FROM prize p JOIN item i ON i.id = p.item_id "
-      "WHERE p.activity_id = $1 AND p.code = $2",
+      "WHERE p.activity_id = $1 AND p.code = $2" + std::string(lock ? " FOR UPDATE OF p" : ""),
       {activity_id, prize});
   if (r.empty()) throw Error(Exit::data, "activity " + code + " has no prize '" + prize + "' (see rewardctl activity show " + code + ")");
   return {r[0].i64(0), r[0].i64(1), r[0].i64(2), r[0].i64(3), r[0].str(4)};
@@ -54,8 +58,11 @@ PrizeRow get_prize(Session& s, int64_t activity_id, const std::string& code, con
 struct BudgetRow {
   int64_t authorised = 0, consumed = 0;
 };
-BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code) {
-  auto r = s.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1", {activity_id});
+BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code, bool for_update = false) {
+  const bool lock = for_update && s.dialect() == store::Dialect::postgres;
+  auto r = s.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1" +
+                       std::string(lock ? " FOR UPDATE" : ""),
+                   {activity_id});
   if (r.empty())
     throw Error(Exit::data, "activity " + code + " has no budget: a new definition version adds one ([budget] total_cents)");
   return {r[0].i64(0), r[0].i64(1)};
@@ -75,15 +82,18 @@ ActivityRow running(Session& s, const std::string& code) {
 // Throws Error(data) when a limit would be broken; nothing is changed then.
 std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind kind, const std::string& prize,
                                   int64_t amount) {
+  // Every value written below is computed from rows this transaction has locked: two concurrent
+  // changes (or approvals) apply one after the other, never both from the same starting value.
   if (is_stock(kind)) {
-    auto p = get_prize(s, a.id, a.code, prize);
+    auto p = get_prize(s, a.id, a.code, prize, true);
     const std::string pg_lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
     // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
     auto b = s.query(std::string("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY ") +
                          (kind == ChangeKind::stock_add ? "total, bucket" : "remain DESC, bucket") + pg_lock,
                      {p.id});
     if (kind == ChangeKind::stock_add) {
-      if (util::sat_add(p.stock_total, amount) == INT64_MAX)
+      int64_t sum;
+      if (__builtin_add_overflow(p.stock_total, amount, &sum))
         throw Error(Exit::data, "prize " + prize + ": stock " + std::to_string(p.stock_total) + " + " +
                                     std::to_string(amount) + " does not fit in 64 bits");
       // spread evenly over the buckets, so that none runs dry long before the others
@@ -117,11 +127,10 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
     s.exec("UPDATE prize SET stock_total = $2 WHERE id = $1", {p.id, after});
     return {p.stock_total, after};
   }
-  auto bud = get_budget(s, a.id, a.code);
+  auto bud = get_budget(s, a.id, a.code, true);
   int64_t after = amount;
   if (kind == ChangeKind::budget_raise) {
-    after = util::sat_add(bud.authorised, amount);
-    if (after == INT64_MAX)
+    if (__builtin_add_overflow(bud.authorised, amount, &after))
       throw Error(Exit::data, "budget of " + a.code + ": " + std::to_string(bud.authorised) + " + " +
                                   std::to_string(amount) + " cents does not fit in 64 bits");
   }
@@ -198,12 +207,15 @@ ListChange change_user_list(store::Store& st, const std::string& code, UserList 
   st.transact(store::TxMode::write, [&](Tx& tx) {
     r.changed = 0;
     auto a = get(tx, code);
-    for (auto& u : distinct)
+    int64_t n = 0;
+    for (auto& u : distinct) {
+      if ((++n & 1023) == 0) check_interrupted();  // a signal stops a huge list change, rolled back
       r.changed += add ? tx.exec("INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, $2, $3) "
                                  "ON CONFLICT DO NOTHING",
                                  {a.id, r.list, u})
                        : tx.exec("DELETE FROM activity_user_list WHERE activity_id = $1 AND list = $2 AND user_id = $3",
                                  {a.id, r.list, u});
+    }
     json detail{{"list", r.list}, {"requested", r.requested}, {"changed", r.changed}};
     if (distinct.size() <= 20) detail["users"] = distinct;
     audit(tx, who.name, std::string("activity.") + (list == UserList::black ? "blacklist." : "gray.") + r.op, "activity",
@@ -265,13 +277,11 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
     log_status(tx, {"change_request", c.id, std::nullopt, c.state, who.name, c.reason, std::nullopt}, now);
     audit(tx, who.name, needs_review ? "activity.change.propose" : "activity.change.apply", "activity", c.code,
           audit_detail(c).dump(), now);
-    c.message = needs_review ? describe(c) + ": proposed; it applies once another operator approves it "
-                                             "(rewardctl activity change approve " + std::to_string(c.id) + ")"
+    if (who.dry_run) c.id = 0;  // rolled back: no id to approve
+    c.message = needs_review ? describe(c) + ": proposed; it applies once another operator approves it" +
+                                   (c.id ? " (rewardctl activity change approve " + std::to_string(c.id) + ")" : "")
                              : describe(c) + ": applied";
-    if (who.dry_run) {
-      c.id = 0;
-      tx.rollback_only();
-    }
+    if (who.dry_run) tx.rollback_only();
   });
   return c;
 }
@@ -282,8 +292,8 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
     if (c.state != "proposed")
-      throw Error(Exit::data, "change " + std::to_string(id) + " is " + c.state + " (by " + c.decided_by.value_or("?") +
-                                  "), not proposed: nothing to approve");
+      throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + " (by " +
+                                      c.decided_by.value_or("?") + "), not proposed: nothing to approve");
     if (c.requested_by == who.name)
       throw Error(Exit::no_perm, "change " + std::to_string(id) + " was proposed by " + who.name +
                                      ": another operator approves it (money needs two people)");
@@ -313,7 +323,7 @@ Change reject(store::Store& st, int64_t id, const std::string& reason, const Act
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
     if (c.state != "proposed")
-      throw Error(Exit::data, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
+      throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
     if (!transition(tx, "change_request", "change_request", id, "proposed", "rejected", who.name, reason, now,
                     ", decided_by = $5, decided_at = $2, decision_reason = $6", {who.name, reason}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
@@ -330,6 +340,7 @@ Change reject(store::Store& st, int64_t id, const std::string& reason, const Act
 
 std::vector<Change> list(store::Store& st, const std::optional<std::string>& code,
                          const std::optional<std::string>& state) {
+  if (code) id_of(st, *code);  // an unknown activity is an error, not an empty list
   auto r = st.query(std::string(kChangeCols) +
                         " WHERE ($1 = '' OR a.code = $1) AND ($2 = '' OR c.state = $2) ORDER BY c.id DESC",
                     {code.value_or(""), state.value_or("")});

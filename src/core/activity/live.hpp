@@ -75,12 +75,13 @@ bool raises_spend(store::Session& s, const ChangeSpec& c, int64_t activity_id);
 // activity has no budget; Error(usage) for a non-positive amount or an empty reason.
 Change request(store::Store& st, const ChangeSpec& c, bool review_required, const Actor& who, Millis now);
 // proposed -> applied by another operator than the one who proposed it (Error(no_perm) otherwise).
-// Error(data) for an unknown id, a change no longer proposed, or a limit the change would now break
-// (then it stays proposed).
+// Error(findings) for a change no longer proposed (an illegal transition); Error(data) for an unknown
+// id or a limit the change would now break (then it stays proposed). Concurrent changes and approvals
+// of one prize or budget apply one after the other (the rows are locked), never from one start value.
 Change approve(store::Store& st, int64_t id, const Actor& who, Millis now);
 // proposed -> rejected, with the reason.
 Change reject(store::Store& st, int64_t id, const std::string& reason, const Actor& who, Millis now);
-// Newest first; of one activity and/or one state when given.
+// Newest first; of one activity and/or one state when given. Error(data) for an unknown activity.
 std::vector<Change> list(store::Store& st, const std::optional<std::string>& code,
                          const std::optional<std::string>& state);
 
