@@ -31,10 +31,13 @@ nlohmann::json settlement(store::Session& s, int64_t activity_id) {
 }
 
 int64_t activities_chunk(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t n, Millis now) {
+  // The window is inclusive to its end second (activity/window.hpp): an activity has ended once
+  // window_close(end_at) <= now, that is once end_at lies before the start of now's second.
+  const Millis now_second = now - ((now % 1000) + 1000) % 1000;
   auto r = tx.query(
-      "SELECT id, code, state, end_at FROM activity WHERE state IN ('live', 'paused', 'gray') AND end_at <= $1 "
+      "SELECT id, code, state, end_at FROM activity WHERE state IN ('live', 'paused', 'gray') AND end_at < $1 "
       "AND (end_at > $2 OR (end_at = $2 AND id > $3)) ORDER BY end_at, id LIMIT $4",
-      {now, cur.due, cur.id, n});
+      {now_second, cur.due, cur.id, n});
   for (auto& row : r.rows) {
     const int64_t id = row.i64(0);
     cur = {row.i64(3), id};

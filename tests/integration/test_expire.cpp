@@ -158,3 +158,17 @@ TEST_CASE("expire: two runs at once change each row exactly once (one works, the
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification' AND to_state = 'expired'") == 425);
   CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'activity.settle'") == 3);
 }
+
+TEST_CASE("expire: the window's end second is inside it - an activity ending 23:59:59 ends from 00:00:00.000 on") {
+  TestDb db;
+  db.migrate();
+  const int64_t end = 1893455999000;  // 2029-12-31T23:59:59Z
+  rt::make_activity(db, "edge", "live", end);
+  // during the end second the activity still serves claims, so expire leaves it alone
+  auto in = last(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2029-12-31T23:59:59.900Z"}}));
+  CHECK(in["counts"]["activities_ended"] == 0);
+  CHECK(db.count("SELECT count(*) FROM activity WHERE code = 'edge' AND state = 'live'") == 1);
+  auto out = last(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}}));
+  CHECK(out["counts"]["activities_ended"] == 1);
+  CHECK(db.count("SELECT count(*) FROM activity WHERE code = 'edge' AND state = 'ended'") == 1);
+}

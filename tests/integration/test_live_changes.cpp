@@ -258,6 +258,6 @@ TEST_CASE("live: concurrent budget raises and stock adds all apply, one after th
   // a proposal's dry run names no change id; an unknown activity's list is an error
   auto d = last_json(db.ok({"activity", "budget", "act", "--raise", "5", "--reason", "d", "--dry-run", "-o", "json"}));
   CHECK(d["id"].is_null());
-  CHECK(d["message"].get<std::string>().find("approve") == std::string::npos);
+  CHECK(d["message"].get<std::string>().find("change approve") == std::string::npos);
   db.ok({"activity", "change", "list", "--activity", "nope"}, 65);
 }
