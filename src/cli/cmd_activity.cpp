@@ -1,7 +1,6 @@
-// activity create | update | approve | reject | publish | pause | resume | offline | show | list | history
+// activity create | update | apply | approve | reject | publish | pause | resume | offline | show | list | history
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <iostream>
 
@@ -80,15 +79,25 @@ Exit run_update(Ctx& ctx) {
   return print_created(ctx, update(*st, def, text, actor(ctx), ctx.now()));
 }
 
-Role role() { return opt.role == "product" ? Role::product : Role::tech; }
-
-bool confirm(const std::string& question) {
-  if (opt.yes || opt.dry_run || !isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) return true;
-  std::cerr << question << " [y/N] " << std::flush;
-  std::string answer;
-  std::getline(std::cin, answer);
-  return answer == "y" || answer == "Y" || answer == "yes";
+Exit run_apply(Ctx& ctx) {
+  std::string text;
+  auto def = reviewed(ctx, text);
+  auto st = ctx.open_store();
+  CreateOptions o{opt.publish, ctx.settings.review_required};
+  auto r = apply(*st, def, text, o, actor(ctx), ctx.now());
+  for (auto& l : r.result.log) spdlog::info("{}{}", r.result.dry_run ? "dry run: " : "", l);
+  if (r.action == "updated" && opt.publish)
+    spdlog::warn("--publish applies only when apply creates the activity: '{}' is {}", r.result.code, r.result.state);
+  ctx.out.record({{"code", r.result.code},
+                  {"action", r.action},
+                  {"state", r.result.state},
+                  {"definition_hash", r.result.hash},
+                  {"previous_hash", r.previous_hash.empty() ? json(nullptr) : json(r.previous_hash)},
+                  {"dry_run", r.result.dry_run}});
+  return Exit::ok;
 }
+
+Role role() { return opt.role == "product" ? Role::product : Role::tech; }
 
 void add_dry_run(CLI::App* c) { c->add_flag("--dry-run", opt.dry_run, "Check and report what would change; write nothing"); }
 
@@ -113,8 +122,16 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   add_dry_run(update);
   on(update, ctx, run_update);
 
+  auto* apply = g->add_subcommand(
+      "apply", "Create, update or leave unchanged, as the stored definition hash says (idempotent; for CI seeding)");
+  apply->add_option("-f,--file", opt.file, "Definition file (TOML), - for standard input")->required();
+  apply->add_flag("--publish", opt.publish,
+                  "When apply creates it, go straight to live; only with review.required = false (test environments)");
+  add_dry_run(apply);
+  on(apply, ctx, run_apply);
+
   auto* approve = g->add_subcommand("approve", "Approve as product (first) or tech (second)");
-  approve->add_option("code", opt.code, "Activity code")->required();
+  approve->add_option("CODE", opt.code, "Activity code")->required();
   approve->add_option("--as", opt.role, "Review role: product or tech")->required()->check(CLI::IsMember({"product", "tech"}));
   approve->add_option("--comment", opt.comment, "Comment kept with the approval");
   add_dry_run(approve);
@@ -127,7 +144,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   });
 
   auto* reject = g->add_subcommand("reject", "Reject a definition under review");
-  reject->add_option("code", opt.code, "Activity code")->required();
+  reject->add_option("CODE", opt.code, "Activity code")->required();
   reject->add_option("--as", opt.role, "Review role: product or tech")->required()->check(CLI::IsMember({"product", "tech"}));
   reject->add_option("--reason", opt.reason, "Why (recorded)")->required();
   add_dry_run(reject);
@@ -137,7 +154,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   });
 
   auto* publish = g->add_subcommand("publish", "Publish an approved activity to the gray list (--gray) or everyone (--full)");
-  publish->add_option("code", opt.code, "Activity code")->required();
+  publish->add_option("CODE", opt.code, "Activity code")->required();
   auto* gray = publish->add_flag("--gray", opt.gray, "Only users on the gray list may claim");
   auto* full = publish->add_flag("--full", opt.full, "Everyone may claim");
   gray->excludes(full);
@@ -152,7 +169,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   for (auto [name, op, help] : {std::tuple{"pause", Op::pause, "Stop claims for now (gray or live -> paused)"},
                                 std::tuple{"resume", Op::resume, "Resume a paused activity to where it was"}}) {
     auto* c = g->add_subcommand(name, help);
-    c->add_option("code", opt.code, "Activity code")->required();
+    c->add_option("CODE", opt.code, "Activity code")->required();
     c->add_option("--reason", opt.reason, "Why (recorded)");
     add_dry_run(c);
     Op o = op;
@@ -165,19 +182,19 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   }
 
   auto* offline = g->add_subcommand("offline", "Take an activity offline for good (asks on a TTY unless --yes)");
-  offline->add_option("code", opt.code, "Activity code")->required();
+  offline->add_option("CODE", opt.code, "Activity code")->required();
   offline->add_option("--reason", opt.reason, "Why (recorded)")->required();
   offline->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation");
   add_dry_run(offline);
   on(offline, ctx, [](Ctx& c) {
     auto st = c.open_store();
-    if (!confirm("Take activity '" + opt.code + "' offline for good? Claims stop and it cannot be published again."))
-      throw Error(Exit::findings, "not confirmed: nothing changed");
+    confirm_irreversible(opt.yes || opt.dry_run, "activity offline",
+                         "Take activity '" + opt.code + "' offline for good? Claims stop and it cannot be published again.");
     return print_transition(c, control(*st, opt.code, Op::offline, opt.reason, actor(c), c.now()));
   });
 
   auto* show = g->add_subcommand("show", "Summary, state, window, stock left per prize, budget, reviews");
-  show->add_option("code", opt.code, "Activity code")->required();
+  show->add_option("CODE", opt.code, "Activity code")->required();
   on(show, ctx, [](Ctx& c) {
     auto st = c.open_store();
     auto j = activity_summary_json(rc::activity::show(*st, opt.code));
@@ -212,7 +229,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   });
 
   auto* history = g->add_subcommand("history", "Status log and audit trail of an activity, oldest first");
-  history->add_option("code", opt.code, "Activity code")->required();
+  history->add_option("CODE", opt.code, "Activity code")->required();
   on(history, ctx, [](Ctx& c) {
     auto st = c.open_store();
     std::vector<json> rows;

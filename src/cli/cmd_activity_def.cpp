@@ -1,4 +1,4 @@
-// activity new --kind K | activity lint FILE
+// activity new --kind K [--code C] [--start T|now] [--end T | --days N] | activity lint FILE
 // Writing and checking a definition needs no database: an operator can draft and lint on a laptop,
 // and CI can lint every file before anything is created.
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "cli/context.hpp"
@@ -20,8 +21,8 @@ namespace rc::cli {
 namespace {
 
 struct {
-  std::string kind;
-  std::string file;
+  std::string kind, file, code, start, end;
+  int64_t days = 0;
 } opt;
 
 std::string kinds() {
@@ -30,11 +31,58 @@ std::string kinds() {
   return s;
 }
 
+// The value of a top-level `key = value  # comment` line of a template ("" when absent), unquoted.
+std::string template_value(const std::string& text, const std::string& key) {
+  std::smatch m;
+  std::regex re("(^|\n)" + key + " *= *\"?([^\"\n #]*)");
+  return std::regex_search(text, m, re) ? m[2].str() : "";
+}
+
+// Replaces the value of a top-level `key = value  # comment` line, keeping its comment.
+std::string with_value(const std::string& text, const std::string& key, const std::string& value) {
+  std::regex re("(^|\n)(" + key + " *= *)(\"[^\"\n]*\"|[^ \n]+)");
+  return std::regex_replace(text, re, "$1$2\"" + value + "\"", std::regex_constants::format_first_only);
+}
+
+Millis parse_time_flag(const std::string& flag, const std::string& v, Millis now) {
+  if (flag == "--start" && v == "now") return now / 1000 * 1000;
+  auto t = parse_rfc3339(v);
+  if (!t)
+    throw Error(Exit::usage, flag + " '" + v + "' is not a time with an offset, such as 2025-11-01T00:00:00+08:00" +
+                                 (flag == "--start" ? " (or now)" : ""));
+  return *t;
+}
+
+// A template made usable without an editor: --code, and a window from --start (or now) to --end or
+// --start + --days, written in the template's time zone.
+std::string fill_template(std::string text, Millis now) {
+  if (!opt.code.empty()) {
+    static const std::regex code_re("[a-z0-9_-]{1,64}");
+    if (!std::regex_match(opt.code, code_re))
+      throw Error(Exit::usage, "--code '" + opt.code + "': use 1 to 64 of a-z 0-9 _ -");
+    text = with_value(text, "code", opt.code);
+  }
+  if (opt.start.empty() && opt.end.empty() && opt.days == 0) return text;
+  if (!opt.end.empty() && opt.days > 0) throw Error(Exit::usage, "give --end or --days, not both");
+  std::string zone = template_value(text, "timezone");
+  Millis start = opt.start.empty() ? parse_time_flag("--start", template_value(text, "start"), now)
+                                   : parse_time_flag("--start", opt.start, now);
+  Millis end = opt.days > 0     ? start + opt.days * 86400000LL
+               : opt.end.empty() ? parse_time_flag("--end", template_value(text, "end"), now)
+                                 : parse_time_flag("--end", opt.end, now);
+  if (end <= start)
+    throw Error(Exit::usage, "the window is empty: end " + format_in_zone(end, zone) + " is not after start " +
+                                 format_in_zone(start, zone) + " (give a later --end, or --days)");
+  text = with_value(text, "start", format_in_zone(start, zone));
+  return with_value(text, "end", format_in_zone(end, zone));
+}
+
 Exit run_new(Ctx& ctx) {
   for (auto& t : embedded::templates())
     if (t.kind == opt.kind) {
-      if (ctx.out.json_mode()) ctx.out.record({{"kind", t.kind}, {"template", t.text}});
-      else std::cout << t.text;
+      std::string text = fill_template(t.text, ctx.now());
+      if (ctx.out.json_mode()) ctx.out.record({{"kind", t.kind}, {"template", text}});
+      else std::cout << text;
       return Exit::ok;
     }
   throw Error(Exit::usage, "unknown activity kind '" + opt.kind + "': choose one of " + kinds());
@@ -79,7 +127,7 @@ Exit run_lint(Ctx& ctx) {
     for (size_t i = 0; i < r.findings.size(); ++i) {
       auto& f = r.findings[i];
       std::cout << pad(where[i], ww) << " " << pad(activity::severity_name(f.severity), 7) << "  " << pad(f.code, cw)
-                << "  " << pad(f.path.empty() ? "-" : f.path, pw) << "  " << f.message << "\n";
+                << "  " << pad(f.path.empty() ? "-" : f.path, pw) << "  " << printable(f.message) << "\n";
     }
     auto n = [](int k, const char* one) { return std::to_string(k) + " " + one + (k == 1 ? "" : "s"); };
     std::cout << source << ": " << n(errors, "error") << ", " << n(warnings, "warning") << ", " << n(infos, "info")
@@ -94,6 +142,11 @@ void register_activity_def(CLI::App& app, Ctx& ctx) {
   auto* g = activity_group(app);
   auto* n = g->add_subcommand("new", "Print a commented definition template for a kind (direct, lottery, redpack)");
   n->add_option("--kind", opt.kind, "direct, lottery or redpack")->required();
+  n->add_option("--code", opt.code, "Activity code to write into the template");
+  n->add_option("--start", opt.start, "Start of the window: a time with an offset, or now");
+  n->add_option("--end", opt.end, "End of the window: a time with an offset");
+  n->add_option("--days", opt.days, "End the window this many days after the start")
+      ->check(CLI::Range(int64_t(1), int64_t(36600)));
   n->callback([&ctx] { ctx.action = [&ctx] { return run_new(ctx); }; });
   auto* l = g->add_subcommand("lint", "Review a definition file without a database; exit 1 when any finding is an error");
   l->add_option("FILE", opt.file, "The definition (TOML); - reads standard input")->required();

@@ -5,6 +5,7 @@
 #include "cli/context.hpp"
 #include "cli/engine_setup.hpp"
 #include "cli/formats.hpp"
+#include "core/activity/activity.hpp"
 #include "core/engine/completion.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 struct {
   std::string activity, user, biz_id, source, prize, code, reason, request_id, bill;
-  bool no_deliver = false, dry_run = false, ok = false, failed = false, downstream_reversed = false;
+  bool no_deliver = false, dry_run = false, ok = false, failed = false, downstream_reversed = false, yes = false;
 } opt;
 
 Exit run_claim(Ctx& ctx) {
@@ -35,6 +36,13 @@ Exit run_claim(Ctx& ctx) {
   auto o = eng.claim(r);
   json j{{"outcome", engine::status_name(o.status)}, {"activity", r.activity}, {"user", r.user}, {"biz_id", r.biz_id}};
   if (!o.reason.empty()) j["reason"] = o.reason;
+  if (o.reason == "not_started" || o.reason == "ended") {
+    // name the window, so that the operator knows when (or since when) the claim can work
+    if (auto a = activity::find(st->autocommit(), r.activity))
+      j["message"] = o.reason == "not_started"
+                         ? "the activity starts at " + format_in_zone(a->start_at, a->timezone) + " (" + format_utc(a->start_at) + ")"
+                         : "the activity ended at " + format_in_zone(a->end_at, a->timezone) + " (" + format_utc(a->end_at) + ")";
+  }
   if (o.dry_run) j["dry_run"] = true;
   if (o.grant) {
     auto g = grant_json(*o.grant);
@@ -46,9 +54,18 @@ Exit run_claim(Ctx& ctx) {
 }
 
 Exit run_reverse(Ctx& ctx) {
+  if (opt.code.empty() == opt.biz_id.empty()) throw Error(Exit::usage, "reverse needs exactly one of RECORD or --biz-id");
   std::optional<std::string> rid;
   if (!opt.request_id.empty()) rid = require_identifier(opt.request_id, IdKind::key, "--request-id");
+  if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
   auto st = ctx.open_store();
+  if (opt.code.empty()) {
+    auto g = engine::find_grant_by_biz(st->autocommit(), opt.biz_id);
+    if (!g) throw Error(Exit::not_found, "no grant with biz id '" + opt.biz_id + "'");
+    opt.code = g->record_code;
+  }
+  confirm_irreversible(opt.yes || opt.dry_run, "reverse",
+                       "Reverse grant " + opt.code + "? Its stock, limit and budget are returned; this cannot be undone.");
   auto o = engine::reverse(*st, opt.code, opt.reason, rid, ctx.settings.operator_name, ctx.now(), opt.dry_run,
                            opt.downstream_reversed);
   json j{{"record_code", opt.code}, {"changed", o.changed}, {"replayed", o.replayed}, {"state", o.state},
@@ -60,20 +77,22 @@ Exit run_reverse(Ctx& ctx) {
 }
 
 void add_reverse_options(CLI::App* c) {
-  c->add_option("code", opt.code, "Record code of the grant")->required();
+  c->add_option("RECORD", opt.code, "Record code of the grant (or give --biz-id)");
+  c->add_option("--biz-id", opt.biz_id, "The grant of this idempotency key, instead of RECORD");
   c->add_option("--reason", opt.reason, "Why (recorded)")->required();
   c->add_option("--request-id", opt.request_id, "Idempotency key: a repeat with the same key does nothing");
   c->add_flag("--downstream-reversed", opt.downstream_reversed,
               "The grant was delivered outside this database (webhook, outbox) and has been reversed there: "
               "return stock, limits and budget here (recorded in the audit)");
   c->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
+  c->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
 }
 
 }  // namespace
 
 void register_claim(CLI::App& app, Ctx& ctx) {
   auto* claim = app.add_subcommand("claim", "Claim (or draw) a prize for a user: idempotent by --biz-id");
-  claim->add_option("activity", opt.activity, "Activity code")->required();
+  claim->add_option("ACTIVITY", opt.activity, "Activity code")->required();
   claim->add_option("--user", opt.user, "User id")->required();
   claim->add_option("--biz-id", opt.biz_id, "The caller's idempotency key: a replay returns the original grant")
       ->required();
@@ -85,7 +104,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
 
   auto* record = app.add_subcommand("record", "Grants (prize records): show, reverse, complete")->require_subcommand(1);
   auto* show = record->add_subcommand("show", "Show grants by record code, --biz-id, or --user [--activity]");
-  show->add_option("code", opt.code, "Record code");
+  show->add_option("RECORD", opt.code, "Record code");
   show->add_option("--biz-id", opt.biz_id, "The grant of this idempotency key");
   show->add_option("--user", opt.user, "All grants of this user");
   show->add_option("--activity", opt.activity, "With --user: only this activity");
@@ -106,7 +125,9 @@ void register_claim(CLI::App& app, Ctx& ctx) {
         if (!opt.activity.empty()) a = opt.activity;
         gs = engine::grants_of_user(st->autocommit(), opt.user, a);
       }
-      if (gs.empty() && opt.user.empty()) throw Error(Exit::findings, "no such grant");
+      if (gs.empty() && opt.user.empty())
+        throw Error(Exit::not_found, opt.code.empty() ? "no grant with biz id '" + opt.biz_id + "'"
+                                                      : "no grant with record code '" + opt.code + "'");
       if (gs.size() == 1 && opt.user.empty()) {
         auto j = grant_json(gs[0]);
         // a failed grant says whether its stock, budget and limit counts went back
@@ -130,7 +151,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   rev2->callback([&ctx] { ctx.action = [&ctx] { return run_reverse(ctx); }; });
 
   auto* comp = record->add_subcommand("complete", "Record the external system's answer for an outbox delivery");
-  comp->add_option("bill", opt.bill, "Delivery bill number")->required();
+  comp->add_option("BILL", opt.bill, "Delivery bill number")->required();
   auto* okf = comp->add_flag("--ok", opt.ok, "Delivered: awaiting_external -> success");
   auto* ff = comp->add_flag("--failed", opt.failed, "Not delivered: awaiting_external -> failed (needs --reason)");
   okf->excludes(ff);
@@ -154,7 +175,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
 
   auto* ledger = app.add_subcommand("ledger", "The in-database ledger channel: balances and entries")->require_subcommand(1);
   auto* bal = ledger->add_subcommand("balance", "Balances of a user per asset");
-  bal->add_option("user", opt.user, "User id")->required();
+  bal->add_option("USER", opt.user, "User id")->required();
   bal->callback([&ctx] {
     ctx.action = [&ctx] {
       opt.user = require_identifier(opt.user, IdKind::user, "USER");
@@ -168,7 +189,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
     };
   });
   auto* ent = ledger->add_subcommand("entries", "Ledger entries of a user, oldest first");
-  ent->add_option("user", opt.user, "User id")->required();
+  ent->add_option("USER", opt.user, "User id")->required();
   ent->callback([&ctx] {
     ctx.action = [&ctx] {
       opt.user = require_identifier(opt.user, IdKind::user, "USER");

@@ -16,7 +16,7 @@ struct {
   std::string activity, file, source, rejects, max_rejects = "0", progress = "auto", reason, user, status, expires_at;
   std::string metrics_textfile;
   int64_t batch_size = 0;
-  bool dry_run = false;
+  bool dry_run = false, yes = false;
 } opt;
 
 CLI::Option* expires_opt = nullptr;  // --expires-at: given at all (an empty value is an error)
@@ -70,22 +70,22 @@ Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
                r.dry_run ? "dry run: " : "", r.activity, r.file, c.read, c.inserted, c.existing, c.rejected, r.seconds,
                per_second(c.read, r.seconds),
                r.resumed_from ? " (resumed after row " + std::to_string(r.resumed_from) + ")" : std::string());
-  if (ctx.out.json_mode())
-    ctx.out.record({{"activity", r.activity},
-                    {"file", r.file},
-                    {"import_id", r.import_id},
-                    {"sha256", r.sha256},
-                    {"dry_run", r.dry_run},
-                    {"read", c.read},
-                    {"inserted", c.inserted},
-                    {"existing", c.existing},
-                    {"rejected", c.rejected},
-                    {"resumed_from", r.resumed_from},
-                    {"seconds", std::round(r.seconds * 1000) / 1000},
-                    {"rows_per_s", per_second(c.read, r.seconds)},
-                    {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
-                    {"over_limit", r.over_limit},
-                    {"interrupted", r.interrupted}});
+  // the result on stdout, as a table or JSON, even with --quiet: the command did work
+  ctx.out.record({{"activity", r.activity},
+                  {"file", r.file},
+                  {"import_id", r.import_id},
+                  {"sha256", r.sha256},
+                  {"dry_run", r.dry_run},
+                  {"read", c.read},
+                  {"inserted", c.inserted},
+                  {"existing", c.existing},
+                  {"rejected", c.rejected},
+                  {"resumed_from", r.resumed_from},
+                  {"seconds", std::round(r.seconds * 1000) / 1000},
+                  {"rows_per_s", per_second(c.read, r.seconds)},
+                  {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
+                  {"over_limit", r.over_limit},
+                  {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
     throw Error(Exit::data, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
@@ -105,19 +105,19 @@ Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
   spdlog::info("{}revoke in {} from {}: read {}, revoked {}, not found {}, not unused {}, rejected {} in {:.2f} s",
                r.dry_run ? "dry run: " : "", r.activity, r.file, r.read, r.revoked, r.not_found, r.not_unused,
                r.rejected, r.seconds);
-  if (ctx.out.json_mode())
-    ctx.out.record({{"activity", r.activity},
-                    {"file", r.file},
-                    {"dry_run", r.dry_run},
-                    {"read", r.read},
-                    {"revoked", r.revoked},
-                    {"not_found", r.not_found},
-                    {"not_unused", r.not_unused},
-                    {"rejected", r.rejected},
-                    {"seconds", std::round(r.seconds * 1000) / 1000},
-                    {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
-                    {"over_limit", r.over_limit},
-                    {"interrupted", r.interrupted}});
+  // the result on stdout, as a table or JSON, even with --quiet: the command did work
+  ctx.out.record({{"activity", r.activity},
+                  {"file", r.file},
+                  {"dry_run", r.dry_run},
+                  {"read", r.read},
+                  {"revoked", r.revoked},
+                  {"not_found", r.not_found},
+                  {"not_unused", r.not_unused},
+                  {"rejected", r.rejected},
+                  {"seconds", std::round(r.seconds * 1000) / 1000},
+                  {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)},
+                  {"over_limit", r.over_limit},
+                  {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
     throw Error(Exit::data, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
@@ -145,6 +145,9 @@ Exit as_job(Ctx& ctx, const std::string& job, const Options& o, Exit (*body)(Ctx
 
 Exit run_import(Ctx& ctx) { return as_job(ctx, "import-qualifications", import_options(ctx), import_body); }
 Exit run_revoke(Ctx& ctx) {
+  confirm_irreversible(opt.yes || opt.dry_run, "qualification revoke",
+                       "Revoke the unused qualifications in " + opt.activity + " of the users " + opt.file +
+                           " lists? This cannot be undone.");
   auto o = file_job<jobs::RevokeOptions>(ctx);
   o.reason = opt.reason;
   return as_job(ctx, "qualification-revoke", o, revoke_body);
@@ -154,7 +157,7 @@ Exit run_show(Ctx& ctx) {
   opt.user = require_identifier(opt.user, IdKind::user, "USER");
   auto store = ctx.open_store();
   auto q = jobs::find_qualification(*store, opt.activity, opt.user);
-  if (!q) throw Error(Exit::findings, "user '" + opt.user + "' has no qualification in " + opt.activity);
+  if (!q) throw Error(Exit::not_found, "user '" + opt.user + "' has no qualification in " + opt.activity);
   auto opt_json = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   json ext = nullptr;
   if (q->ext) ext = json::parse(*q->ext, nullptr, false);
@@ -215,6 +218,7 @@ void register_import(CLI::App& app, Ctx& ctx) {
   auto* revoke = q->add_subcommand("revoke", "Revoke the unused qualifications of the users a CSV file lists");
   file_options(revoke);
   revoke->add_option("--reason", opt.reason, "Reason recorded in the status log");
+  revoke->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
   revoke->callback([&ctx] { ctx.action = [&ctx] { return run_revoke(ctx); }; });
   auto* show = q->add_subcommand("show", "Show one user's qualification");
   show->add_option("ACTIVITY", opt.activity, "Activity code")->required();

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -40,6 +41,17 @@ std::string read_input_file(const std::string& path) {
   ss << f.rdbuf();
   if (f.bad()) throw Error(Exit::no_input, "cannot read " + path);
   return ss.str();
+}
+
+void confirm_irreversible(bool given, const std::string& what, const std::string& question) {
+  if (given) return;
+  if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+    throw Error(Exit::usage, what + " cannot be undone and there is no terminal to ask on: add --yes to go ahead "
+                                    "(nothing changed)");
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  std::getline(std::cin, answer);
+  if (answer != "y" && answer != "Y" && answer != "yes") throw Error(Exit::findings, "not confirmed: nothing changed");
 }
 
 // The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.

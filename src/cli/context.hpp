@@ -41,10 +41,18 @@ void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
 void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show | list (cmd_reconcile.cpp)
 void register_list_issue(CLI::App& app, Ctx& ctx);  // list-issue (cmd_list_issue.cpp)
+void register_completion(CLI::App& app, Ctx& ctx);  // completion bash|zsh|fish (cmd_completion.cpp)
+// "rewardctl 0.1.0 (commit 1a2b3c4d5e6f, schema 2)": what --version prints (cmd_help.cpp).
+std::string version_line();
 
 // The text of a file named on the command line; "-" reads standard input. Error(no_input) when it
 // is missing or unreadable.
 std::string read_input_file(const std::string& path);
+// Consent for an irreversible action (offline, reverse, revoke): given when `given` (--yes or
+// --dry-run), or when the operator types "y" to `question` on a terminal. Without a terminal to ask
+// on (cron, a pipe, CI) it throws Error(usage) saying --yes is needed; a "no" throws Error(findings).
+// Nothing has been changed when it throws.
+void confirm_irreversible(bool given, const std::string& what, const std::string& question);
 // Lint context of this host: the channels its config defines, plus the built-in ledger and outbox.
 activity::LintContext lint_context(const Ctx& ctx);
 

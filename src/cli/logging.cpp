@@ -1,28 +1,69 @@
+// Logs go to stderr (results own stdout) and, with --log-file, also to a file. The error that ends a
+// command reaches the file too (cron jobs are read from their log, not from a terminal). With
+// --log-format json every log line is one JSON object, for log shippers.
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <iostream>
 
 #include "cli/logging.hpp"
 
 #include "core/error.hpp"
 
 namespace rc::cli {
+namespace {
+
+// {"ts":"2025-11-30T15:59:59.123Z","level":"error","pid":42,"msg":"..."}
+class JsonFormatter : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(m.time.time_since_epoch()).count();
+    json j{{"ts", format_utc(ms)},
+           {"level", std::string(spdlog::level::to_string_view(m.level).data(),
+                                 spdlog::level::to_string_view(m.level).size())},
+           {"pid", int64_t(::getpid())},
+           {"msg", std::string(m.payload.data(), m.payload.size())}};
+    auto s = dump_json(j) + "\n";
+    dest.append(s.data(), s.data() + s.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+std::shared_ptr<spdlog::sinks::sink> g_file;  // the --log-file sink, when there is one
+bool g_json = false;
+
+spdlog::color_mode color_mode(const std::string& when) {
+  if (when == "always") return spdlog::color_mode::always;
+  if (when == "never") return spdlog::color_mode::never;
+  return spdlog::color_mode::automatic;
+}
+
+void set_format(spdlog::sinks::sink& s, bool json_lines, const char* text_pattern) {
+  if (json_lines) s.set_formatter(std::make_unique<JsonFormatter>());
+  else
+    s.set_formatter(std::make_unique<spdlog::pattern_formatter>(text_pattern, spdlog::pattern_time_type::utc));
+}
+
+}  // namespace
 
 void setup_logging(const Settings& s) {
   std::vector<spdlog::sink_ptr> sinks;
-  auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  err->set_pattern("%^%l%$: %v");
+  g_json = s.log_format == "json";
+  auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(color_mode(s.color));
+  set_format(*err, g_json, "%^%l%$: %v");
   // --quiet keeps warnings and errors only; the file still gets everything at the chosen level.
   err->set_level(s.quiet ? spdlog::level::warn : spdlog::level::from_str(s.log_level));
   sinks.push_back(err);
   if (!s.log_file.empty()) {
     try {
       auto f = std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.log_file);
-      f->set_formatter(std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%eZ %l [%P] %v",
-                                                                  spdlog::pattern_time_type::utc));
+      set_format(*f, g_json, "%Y-%m-%dT%H:%M:%S.%eZ %l [%P] %v");
       f->set_level(spdlog::level::from_str(s.log_level));
       sinks.push_back(f);
+      g_file = f;
     } catch (const spdlog::spdlog_ex& e) {
       throw Error(Exit::config, "cannot open log file " + s.log_file + ": " + e.what());
     }
@@ -32,10 +73,30 @@ void setup_logging(const Settings& s) {
   spdlog::set_default_logger(logger);
 }
 
-void setup_early_logging() {
-  auto err = spdlog::stderr_color_mt("early");
+void setup_early_logging(const char* no_color) {
+  auto err = spdlog::stderr_color_mt("early", no_color && *no_color ? spdlog::color_mode::never
+                                                                    : spdlog::color_mode::automatic);
   err->set_pattern("%^%l%$: %v");
   spdlog::set_default_logger(err);
+}
+
+// The error that ends the command: "rewardctl: MESSAGE" on stderr (a JSON line with --log-format
+// json), and an error line in the log file whatever --log-level says.
+void log_failure(const std::string& message) {
+  spdlog::default_logger()->flush();
+  if (g_json) {
+    spdlog::sink_ptr stderr_sink = spdlog::default_logger()->sinks().front();
+    spdlog::details::log_msg m("rewardctl", spdlog::level::err, message);
+    stderr_sink->log(m);
+    stderr_sink->flush();
+  } else {
+    std::cerr << "rewardctl: " << message << "\n";
+  }
+  if (g_file) {
+    spdlog::details::log_msg m("rewardctl", spdlog::level::err, message);
+    g_file->log(m);
+    g_file->flush();
+  }
 }
 
 }  // namespace rc::cli

@@ -3,45 +3,68 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <clocale>
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/command_tree.hpp"
 #include "cli/context.hpp"
 #include "cli/logging.hpp"
 #include "core/interrupt.hpp"
 
 int main(int argc, char** argv) {
   using namespace rc;
+  // Display widths (wcswidth) need a UTF-8 character type; nothing else depends on the locale.
+  std::setlocale(LC_CTYPE, "C.UTF-8");
   cli::Ctx ctx;
   CLI::App app{"rewardctl - operate reward activities (giveaways, lotteries, red packets, batch issuing)\n"
                "Exit codes: `rewardctl help exit-codes`. Manual: man rewardctl."};
   app.name("rewardctl");
   app.fallthrough();  // global options are accepted before or after the subcommand
-  app.require_subcommand(1);
+  app.set_version_flag("-V,--version", cli::version_line(), "Print the version and exit");
   auto* g = app.add_option_group("Global options");
-  std::string config, db, output, log_level, log_file, op;
-  g->add_option("--config", config, "Config file (default: $REWARDCTL_CONFIG, then ./rewardctl.toml)");
-  g->add_option("--db", db, "Database: sqlite:PATH, postgresql://... or a libpq conninfo (default sqlite:rewardctl.db)");
+  std::string config, db, output, log_level, log_file, log_format, color, op;
+  g->add_option("--config", config, "Config file (default: $REWARDCTL_CONFIG, then ./rewardctl.toml)")
+      ->option_text("FILE");
+  g->add_option("--db", db, "Database: sqlite:PATH, postgresql://... or a libpq conninfo (default sqlite:rewardctl.db)")
+      ->option_text("URL");
   g->add_option("-o,--output", output, "Result format: table or json (one object per line, \"v\":1)")
-      ->check(CLI::IsMember({"table", "json"}));
+      ->check(CLI::IsMember({"table", "json"}))
+      ->option_text("table|json");
   g->add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default info)")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  g->add_option("--log-file", log_file, "Also write logs to this file");
-  g->add_option("--operator", op, "Who is acting, recorded on every mutating action (default: login name)");
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->option_text("LEVEL");
+  g->add_option("--log-file", log_file, "Also write logs, and the error that ends a command, to this file")
+      ->option_text("PATH");
+  g->add_option("--log-format", log_format, "Log lines as text or json (one JSON object per line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("text|json");
+  g->add_option("--color", color, "Colour on standard error: auto (a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->option_text("WHEN");
+  g->add_option("--operator", op, "Who is acting, recorded on every mutating action (default: login name)")
+      ->option_text("NAME");
   g->add_flag("-q,--quiet", ctx.flags.quiet, "Only warnings and errors on stderr; no progress");
   cli::register_all(app, ctx);
+  cli::show_global_options_everywhere(app);
 
-  cli::setup_early_logging();
+  cli::setup_early_logging(std::getenv("NO_COLOR"));
+  if (argc < 2) {
+    std::cerr << cli::short_usage(app);
+    return exit_int(Exit::usage);
+  }
   try {
+    cli::check_command_words(app, argc, argv);
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "rewardctl: " << e.what() << " (see rewardctl --help)\n";
     return exit_int(Exit::usage);
+  } catch (const Error& e) {
+    std::cerr << "rewardctl: " << e.what() << "\n";
+    return exit_int(e.code());
   }
   auto set = [](const std::string& v, std::optional<std::string>& dst) {
     if (!v.empty()) dst = v;
@@ -51,6 +74,8 @@ int main(int argc, char** argv) {
   set(output, ctx.flags.output);
   set(log_level, ctx.flags.log_level);
   set(log_file, ctx.flags.log_file);
+  set(log_format, ctx.flags.log_format);
+  set(color, ctx.flags.color);
   set(op, ctx.flags.operator_name);
   try {
     ctx.settings = load_settings(ctx.flags, [](const char* n) { return std::getenv(n); });
@@ -61,11 +86,10 @@ int main(int argc, char** argv) {
     if (!ctx.action) throw Error(Exit::usage, "no command given (see rewardctl --help)");
     return exit_int(ctx.action());
   } catch (const Error& e) {
-    spdlog::default_logger()->flush();
-    std::cerr << "rewardctl: " << e.what() << "\n";
+    cli::log_failure(e.what());
     return exit_int(e.code());
   } catch (const std::exception& e) {
-    std::cerr << "rewardctl: internal error: " << e.what() << " (please report this)\n";
+    cli::log_failure(std::string("internal error: ") + e.what() + " (please report this)");
     return exit_int(Exit::internal);
   }
 }

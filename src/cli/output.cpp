@@ -1,6 +1,9 @@
 #include "cli/output.hpp"
 
+#include <cstdio>
+#include <cwchar>
 #include <iostream>
+#include <string_view>
 
 namespace rc::cli {
 
@@ -8,27 +11,65 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 
 std::string cell_text(const json& v) {
   if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
+  if (v.is_string()) return printable(v.get<std::string>());
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
-  return dump_json(v);
+  return printable(dump_json(v));
+}
+
+// Walks UTF-8 text one character at a time with the C library (the process runs with a UTF-8
+// LC_CTYPE, set in main). f(bytes, wide char or WEOF for a byte that is not valid UTF-8).
+template <class F>
+static void each_char(const std::string& s, F f) {
+  std::mbstate_t st{};
+  for (size_t i = 0; i < s.size();) {
+    wchar_t wc = 0;
+    size_t n = std::mbrtowc(&wc, s.data() + i, s.size() - i, &st);
+    if (n == size_t(-1) || n == size_t(-2) || n == 0) {
+      st = std::mbstate_t{};
+      f(std::string_view(s.data() + i, 1), WEOF);
+      ++i;
+      continue;
+    }
+    f(std::string_view(s.data() + i, n), wint_t(wc));
+    i += n;
+  }
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  each_char(s, [&](std::string_view bytes, wint_t wc) {
+    if (wc == WEOF) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(static_cast<unsigned char>(bytes[0])));
+      out += buf;
+    } else if (wc == L'\n') {
+      out += "\\n";
+    } else if (wc == L'\t') {
+      out += "\\t";
+    } else if (wc == L'\r') {
+      out += "\\r";
+    } else if (wc < 0x20 || wc == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(wc));
+      out += buf;
+    } else if ((wc >= 0x80 && wc < 0xa0) || wc == 0x2028 || wc == 0x2029 || (wc >= 0x202a && wc <= 0x202e) ||
+               (wc >= 0x2066 && wc <= 0x2069)) {
+      // C1 controls (U+009B is a one-byte CSI), line separators and bidi overrides that reorder a row
+      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(wc));
+      out += buf;
+    } else {
+      out += bytes;
+    }
+  });
+  return out;
 }
 
 size_t display_width(const std::string& s) {
   size_t w = 0;
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = s[i];
-    uint32_t cp = c;
-    int len = 1;
-    if (c >= 0xF0) { cp = c & 0x07; len = 4; }
-    else if (c >= 0xE0) { cp = c & 0x0F; len = 3; }
-    else if (c >= 0xC0) { cp = c & 0x1F; len = 2; }
-    for (int k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
-    i += len;
-    bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
-                (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
-                (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) || (cp >= 0x20000 && cp <= 0x3FFFD);
-    w += wide ? 2 : 1;
-  }
+  each_char(s, [&](std::string_view, wint_t wc) {
+    int cw = wc == WEOF ? 1 : ::wcwidth(wchar_t(wc));
+    w += cw < 0 ? 1 : size_t(cw);  // combining marks are 0, East Asian wide characters 2
+  });
   return w;
 }
 

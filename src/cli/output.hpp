@@ -32,9 +32,14 @@ class Output {
   bool json_;
 };
 
-// A json value as table text: strings bare, null empty, others dumped.
+// A json value as table text: strings bare, null empty, others dumped; always printable().
 std::string cell_text(const json& v);
-// Display width of UTF-8 text (East Asian wide characters count 2).
+// Text safe to put on a terminal: control characters (C0, DEL, C1), line separators and bidi
+// overrides become visible escapes (\n, \x1b, \u009b), bytes that are not UTF-8 become \xNN. A
+// name holding an ANSI escape or a newline can then neither repaint the screen nor forge a row.
+std::string printable(const std::string& s);
+// Columns UTF-8 text takes on a terminal, from the C library's wcwidth (needs a UTF-8 LC_CTYPE):
+// combining marks count 0, East Asian wide characters 2.
 size_t display_width(const std::string& s);
 std::string dump_json(const json& j);
 

@@ -79,8 +79,7 @@ std::optional<Millis> parse_rfc3339(const std::string& s) {
 
 std::string format_utc(Millis t) {
   date::sys_time<milliseconds> tp{milliseconds{t}};
-  if (t % 1000 == 0) return date::format("%FT%TZ", date::floor<seconds>(tp));
-  return date::format("%FT%TZ", tp);
+  return date::format("%FT%TZ", tp);  // always milliseconds: timestamps sort as strings
 }
 
 std::string format_in_zone(Millis t, const std::string& zone) {

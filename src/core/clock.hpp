@@ -38,7 +38,7 @@ std::unique_ptr<Clock> make_clock(const char* rewardctl_now_env);
 // RFC 3339 with an explicit offset or Z ("2025-11-30T23:59:59+08:00") -> epoch ms.
 // Returns nullopt when malformed (no offset, out-of-range fields, trailing garbage).
 std::optional<Millis> parse_rfc3339(const std::string& s);
-// epoch ms -> "2025-11-30T15:59:59Z" (milliseconds shown only when non-zero).
+// epoch ms -> "2025-11-30T15:59:59.000Z": always millisecond precision, so timestamps sort as strings.
 std::string format_utc(Millis t);
 // epoch ms -> local time in the IANA zone with its offset, "2025-11-30T23:59:59+08:00".
 std::string format_in_zone(Millis t, const std::string& zone);

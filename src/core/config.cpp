@@ -1,9 +1,14 @@
 #include "core/config.hpp"
 
+#include <libpq-fe.h>
 #include <pwd.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
+
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -61,13 +66,31 @@ int get_int(const std::string& path, const toml::table& t, const char* key, cons
   return int(v);
 }
 
-bool has_literal_password(const std::string& url) {
-  if (url.find("password=") != std::string::npos) return true;
-  auto scheme = url.find("://");
-  if (scheme == std::string::npos) return false;
-  auto at = url.find('@', scheme + 3);
-  if (at == std::string::npos) return false;
-  return url.substr(scheme + 3, at - scheme - 3).find(':') != std::string::npos;
+// The keys each section accepts. [channels.NAME] tables are checked by delivery::parse_channels.
+// [jobs] holds the job runner's pause switch (jobs.paused, jobs.stop_file), read by the job commands.
+const std::map<std::string, std::set<std::string>>& sections() {
+  static const std::map<std::string, std::set<std::string>> t = {
+      {"db", {"url", "busy_timeout_ms", "retries"}},
+      {"output", {"format", "color"}},
+      {"log", {"level", "file", "format"}},
+      {"review", {"required", "distinct_approvers"}},
+      {"import", {}},
+      {"jobs", {"paused", "stop_file"}},
+  };
+  return t;
+}
+
+// "sqlite:data/r.db" in /etc/rewardctl/rewardctl.toml -> "sqlite:/etc/rewardctl/data/r.db".
+std::string resolve_sqlite_path(const std::string& url, const std::string& config_path) {
+  if (url.rfind("sqlite:", 0) != 0) return url;
+  std::string p = url.substr(7);
+  if (p.rfind("//", 0) == 0) p = p.substr(2);
+  if (p.empty() || p[0] == '/' || p == ":memory:") return url;
+  std::string dir = ".";
+  if (auto slash = config_path.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : config_path.substr(0, slash);
+  char buf[PATH_MAX];
+  if (::realpath(dir.c_str(), buf)) dir = buf;
+  return "sqlite:" + dir + (dir.back() == '/' ? "" : "/") + p;
 }
 
 bool parse_bool_env(const std::string& name, const std::string& v) {
@@ -84,6 +107,21 @@ void check_choice(const std::string& what, const std::string& v, const std::set<
 }
 
 }  // namespace
+
+bool dsn_has_password(const std::string& dsn) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(dsn.c_str(), &err);
+  if (!opts) {
+    // not parseable by libpq: opening it will fail with libpq's own message; look no further
+    if (err) PQfreemem(err);
+    return false;
+  }
+  bool found = false;
+  for (auto* o = opts; o->keyword; ++o)
+    if (std::string(o->keyword) == "password" && o->val && *o->val) found = true;
+  PQconninfoFree(opts);
+  return found;
+}
 
 std::string login_name(const GetEnv& getenv) {
   if (const char* u = getenv("USER"); u && *u) return u;
@@ -142,18 +180,21 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
     }
     s.config_path = path;
     const auto& t = s.file;
-    check_keys(path, t, "", {"db", "output", "log", "review", "channels", "import", "jobs", "alerts"});
-    for (const char* sec : {"db", "output", "log", "review", "channels", "import", "jobs", "alerts"}) {
-      if (auto* n = t.get(sec); n && !n->is_table()) bad(path, *n, std::string("'") + sec + "' must be a table");
+    std::set<std::string> top{"channels", "alerts"};  // checked by parse_channels and alert.cpp
+    for (auto& [sec, keys] : sections()) top.insert(sec);
+    check_keys(path, t, "", top);
+    for (auto& sec : top) {
+      if (auto* n = t.get(sec); n && !n->is_table()) bad(path, *n, "'" + sec + "' must be a table");
     }
+    for (auto& [sec, keys] : sections())
+      if (auto* tab = t[sec].as_table()) check_keys(path, *tab, sec + ".", keys);
     if (auto* db = t["db"].as_table()) {
-      check_keys(path, *db, "db.", {"url", "busy_timeout_ms", "retries"});
       if (auto* u = db->get("url")) {
         std::string url = get_str(path, *db, "url", "db.url", "");
         if (url.rfind("env:", 0) == 0 || url.rfind("file:", 0) == 0) url = resolve_secret(url, "db.url", getenv);
-        else if (has_literal_password(url))
+        else if (url.rfind("sqlite:", 0) != 0 && dsn_has_password(url))
           bad(path, *u, "db.url holds a password: use env:NAME, a PGPASSFILE/.pgpass or PGSERVICE instead");
-        s.db_url = url;
+        s.db_url = resolve_sqlite_path(url, path);
         s.db_url_source = where(path, *u);
       }
       s.db_busy_timeout_ms = get_int(path, *db, "busy_timeout_ms", "db.busy_timeout_ms", s.db_busy_timeout_ms, 0,
@@ -161,16 +202,15 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
       s.db_retries = get_int(path, *db, "retries", "db.retries", s.db_retries, 0, 100);
     }
     if (auto* o = t["output"].as_table()) {
-      check_keys(path, *o, "output.", {"format"});
       s.output = get_str(path, *o, "format", "output.format", s.output);
+      s.color = get_str(path, *o, "color", "output.color", s.color);
     }
     if (auto* l = t["log"].as_table()) {
-      check_keys(path, *l, "log.", {"level", "file"});
       s.log_level = get_str(path, *l, "level", "log.level", s.log_level);
       s.log_file = get_str(path, *l, "file", "log.file", s.log_file);
+      s.log_format = get_str(path, *l, "format", "log.format", s.log_format);
     }
     if (auto* r = t["review"].as_table()) {
-      check_keys(path, *r, "review.", {"required", "distinct_approvers"});
       s.review_required = get_bool(path, *r, "required", "review.required", s.review_required);
       s.review_distinct_approvers =
           get_bool(path, *r, "distinct_approvers", "review.distinct_approvers", s.review_distinct_approvers);
@@ -182,6 +222,9 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   if (auto e = env("REWARDCTL_OUTPUT")) s.output = *e;
   if (auto e = env("REWARDCTL_LOG_LEVEL")) s.log_level = *e;
   if (auto e = env("REWARDCTL_LOG_FILE")) s.log_file = *e;
+  if (auto e = env("REWARDCTL_LOG_FORMAT")) s.log_format = *e;
+  if (auto e = env("NO_COLOR")) s.color = "never";  // https://no-color.org: any non-empty value
+  if (auto e = env("REWARDCTL_COLOR")) s.color = *e;
   if (auto e = env("REWARDCTL_OPERATOR")) s.operator_name = *e;
   if (auto e = env("REWARDCTL_REVIEW_REQUIRED")) s.review_required = parse_bool_env("REWARDCTL_REVIEW_REQUIRED", *e);
   if (auto e = env("REWARDCTL_REVIEW_DISTINCT_APPROVERS"))
@@ -192,12 +235,16 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   if (flags.output) s.output = *flags.output;
   if (flags.log_level) s.log_level = *flags.log_level;
   if (flags.log_file) s.log_file = *flags.log_file;
+  if (flags.log_format) s.log_format = *flags.log_format;
+  if (flags.color) s.color = *flags.color;
   if (flags.operator_name) s.operator_name = *flags.operator_name;
   s.quiet = flags.quiet;
 
   if (s.operator_name.empty()) s.operator_name = login_name(getenv);
   check_choice("output format", s.output, {"table", "json"});
   check_choice("log level", s.log_level, {"trace", "debug", "info", "warn", "error", "off"});
+  check_choice("log format", s.log_format, {"text", "json"});
+  check_choice("color", s.color, {"auto", "always", "never"});
   return s;
 }
 

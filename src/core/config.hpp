@@ -9,7 +9,7 @@
 namespace rc {
 
 struct Overrides {  // what the command line said; empty = not given
-  std::optional<std::string> config, db, output, log_level, log_file, operator_name;
+  std::optional<std::string> config, db, output, log_level, log_file, log_format, color, operator_name;
   bool quiet = false;
 };
 
@@ -22,6 +22,8 @@ struct Settings {
   std::string output = "table";        // table | json
   std::string log_level = "info";      // trace debug info warn error off
   std::string log_file;
+  std::string log_format = "text";    // text | json (one object per line)
+  std::string color = "auto";          // auto | always | never; NO_COLOR turns auto into never
   std::string operator_name;           // recorded on every mutating action
   bool quiet = false;
   bool review_required = true;
@@ -32,12 +34,18 @@ struct Settings {
 using GetEnv = std::function<const char*(const char*)>;
 
 // Layers the settings. Throws Error(config) naming file:line:column for a malformed file, an unknown
-// key, a wrong type or a literal secret.
+// key in any section, a wrong type or a literal secret. A relative sqlite: path in the file is
+// resolved against the file's directory (as kubeconfig does), so cron's working directory does not
+// decide which database is used.
 Settings load_settings(const Overrides& flags, const GetEnv& getenv);
 
 // Resolves a secret reference: "env:NAME" or "file:PATH". `what` names the setting in errors.
 // Literal secrets are refused (Error config): secrets never live in the config file itself.
 std::string resolve_secret(const std::string& ref, const std::string& what, const GetEnv& getenv);
+
+// True when a PostgreSQL URI or conninfo string carries a password, as libpq itself parses it
+// (PQconninfoParse): "password = x" with spaces and "postgresql://u:x@h" are both found.
+bool dsn_has_password(const std::string& dsn);
 
 // The login name of the person running the command (for --operator's default).
 std::string login_name(const GetEnv& getenv);

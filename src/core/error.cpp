@@ -8,9 +8,11 @@ const std::vector<ExitInfo>& exit_table() {
       {Exit::findings, "findings", "findings or generic failure: lint errors, reconcile diffs, pending migrations, "
                                    "a rejected claim, an illegal state transition"},
       {Exit::partial, "partial", "partial success: some rows were rejected (under --max-rejects)"},
-      {Exit::usage, "usage", "command line usage error: unknown flag, missing argument"},
+      {Exit::usage, "usage", "command line usage error: unknown command or flag, missing argument, an irreversible "
+                             "action without --yes and no terminal"},
       {Exit::data, "data", "bad input data: malformed file, invalid definition; nothing was written"},
       {Exit::no_input, "no_input", "input file missing or unreadable"},
+      {Exit::not_found, "not_found", "the activity, record, bill or qualification named does not exist"},
       {Exit::unavailable, "unavailable", "database unavailable (connection lost, server stopped, disk full), "
                                          "or still failing after bounded retries"},
       {Exit::internal, "internal", "internal error (a bug: please report it)"},

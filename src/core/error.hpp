@@ -15,6 +15,7 @@ enum class Exit : int {
   usage = 64,        // command line usage error
   data = 65,         // bad input data
   no_input = 66,     // input file missing or unreadable
+  not_found = 67,    // the activity, grant, bill or qualification named does not exist
   unavailable = 69,  // database unavailable, or it kept failing after retries
   internal = 70,     // internal error (a bug)
   temp_fail = 75,    // lock held by another run / try again later

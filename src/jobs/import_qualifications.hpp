@@ -87,9 +87,9 @@ struct Qualification {
   std::optional<int64_t> import_line, expires_at;
   Millis created_at = 0, updated_at = 0;
 };
-// nullopt when the user has no qualification for the activity. Throws Error(usage) for an unknown activity.
+// nullopt when the user has no qualification for the activity. Throws Error(not_found) for an unknown activity.
 std::optional<Qualification> find_qualification(store::Store& s, const std::string& activity, const std::string& user);
-// Qualifications of the activity, of one status when given. Throws Error(usage) for an unknown
+// Qualifications of the activity, of one status when given. Throws Error(not_found) for an unknown
 // activity or status.
 int64_t count_qualifications(store::Store& s, const std::string& activity, const std::optional<std::string>& status);
 

@@ -62,7 +62,7 @@ TEST_CASE("activity: the whole lifecycle, one status-log row per transition") {
   CHECK(show["reviews"].size() == 2);
   CHECK(show["reviews"][0]["operator"] == "bob");
   CHECK(show["prizes"][0]["stock_left"] == 100);
-  CHECK(show["end_utc"] == "2098-12-31T16:00:00Z");
+  CHECK(show["end_utc"] == "2098-12-31T16:00:00.000Z");
   auto list = db.ok({"activity", "list", "--state", "offline", "-o", "json"});
   CHECK(lines(list.out).size() == 1);
   CHECK(lines(db.ok({"activity", "list", "--state", "live", "-o", "json"}).out).empty());

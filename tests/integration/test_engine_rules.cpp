@@ -217,11 +217,11 @@ TEST_CASE("engine: reversal returns stock, limit and budget once, twice = once")
   REQUIRE(o.status == Status::granted);
   CHECK(o.grant->state == "success");
   CHECK(db.count("SELECT consumed_cents FROM budget") == 100);
-  auto r1 = db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k1", "-o", "json"});
+  auto r1 = db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k1", "--yes", "-o", "json"});
   CHECK(json::parse(r1.out)["changed"] == true);
-  auto r2 = db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k1", "-o", "json"});
+  auto r2 = db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k1", "--yes", "-o", "json"});
   CHECK(json::parse(r2.out)["replayed"] == true);
-  db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k2"}, 1);
+  db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k2", "--yes"}, 1);
   CHECK(db.count("SELECT SUM(remain) FROM stock") == 100);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 0);
   CHECK(db.count("SELECT used FROM limit_counter") == 0);
@@ -254,10 +254,10 @@ TEST_CASE("engine: outbox delivery waits for record complete") {
   CHECK(db.count("SELECT count(*) FROM outbox WHERE state = 'done'") == 1);
   // delivered outside the database: reversed only when the operator says the downstream took it back
   std::string rec = j["record_code"];
-  auto r1 = db.ok({"reverse", rec, "--reason", "returned"}, 1);
+  auto r1 = db.ok({"reverse", rec, "--reason", "returned", "--yes"}, 1);
   CHECK(r1.err.find("--downstream-reversed") != std::string::npos);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
-  db.ok({"reverse", rec, "--reason", "returned", "--downstream-reversed"});
+  db.ok({"reverse", rec, "--reason", "returned", "--downstream-reversed", "--yes"});
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'reversed'") == 1);
   CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'grant.reverse' AND detail LIKE '%\"downstream_reversed\":true%'") == 1);
 }

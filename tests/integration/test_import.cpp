@@ -171,7 +171,7 @@ TEST_CASE("import: what is stored per row, and the audit and run records") {
   CHECK(sj["ext"]["tier"] == "gold");
   auto none = db.ok({"qualification", "show", "act", "nobody"}, 1);
   CHECK(none.err.find("has no qualification") != std::string::npos);
-  db.ok({"qualification", "show", "nope", "u1"}, 65);
+  db.ok({"qualification", "show", "nope", "u1"}, 67);
 }
 
 TEST_CASE("import: rerunning the same file adds nothing, users qualified before count as existing") {
@@ -277,7 +277,7 @@ TEST_CASE("import: --max-rejects as a count and a percentage, bad options") {
   db.ok({"import-qualifications", "act", "p.csv", "--progress", "loud"}, 64);
   auto missing = db.ok({"import-qualifications", "act", "nope.csv"}, 66);
   CHECK(missing.err.find("cannot open nope.csv") != std::string::npos);
-  auto unknown = db.ok({"import-qualifications", "zzz", "p.csv"}, 65);
+  auto unknown = db.ok({"import-qualifications", "zzz", "p.csv"}, 67);
   CHECK(unknown.err.find("no activity 'zzz'") != std::string::npos);
 }
 
@@ -430,7 +430,7 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 0);
   CHECK_FALSE(exists(db.dir() + "/rv.csv.rejects.csv"));
 
-  auto r = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--max-rejects", "1", "--reason", "fraud",
+  auto r = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "--reason", "fraud",
                             "-o", "json", "--batch-size", "2"}, 3));
   CHECK(r["read"] == 7);
   CHECK(r["revoked"] == 3);
@@ -445,7 +445,7 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'qualification.revoke'") == 1);
   CHECK(rejects(db.dir() + "/rv.csv.rejects.csv") == std::vector<std::pair<int64_t, std::string>>{{7, "user_id is empty"}});
 
-  auto again = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--max-rejects", "1", "-o", "json"}, 3));
+  auto again = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "-o", "json"}, 3));
   CHECK(again["revoked"] == 0);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 3);
 
@@ -454,7 +454,7 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "revoked", "-o", "json"}))["count"] == 3);
   CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "unused", "-o", "json"}))["count"] == 1);
   db.ok({"qualification", "count", "act", "--status", "gone"}, 64);
-  db.ok({"qualification", "count", "nope"}, 65);
+  db.ok({"qualification", "count", "nope"}, 67);
 }
 
 TEST_CASE("import: two concurrent imports of the same file into an empty activity insert each user once") {

@@ -48,8 +48,27 @@ std::vector<std::string> lines(const std::string& s) {
   return out;
 }
 
+namespace {
+Run run_as(const std::vector<std::string>& argv_s, const std::map<std::string, std::string>& env,
+           const std::string& input, const std::string& cwd, int as_uid);
+}  // namespace
+
 Run run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env, const std::string& input,
         const std::string& cwd, int as_uid) {
+  std::vector<std::string> argv_s{REWARDCTL_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return run_as(argv_s, env, input, cwd, as_uid);
+}
+
+Run run_program(const std::vector<std::string>& argv_s, const std::map<std::string, std::string>& env,
+                const std::string& input, const std::string& cwd) {
+  return run_as(argv_s, env, input, cwd, -1);
+}
+
+namespace {
+// argv[0] is a path or found on PATH; as_uid >= 0 (root only) runs the child as that user and group
+Run run_as(const std::vector<std::string>& argv_s, const std::map<std::string, std::string>& env,
+           const std::string& input, const std::string& cwd, int as_uid) {
   std::string tmp = make_temp_dir();
   std::string in = write_file(tmp, "in", input), outp = tmp + "/out", errp = tmp + "/err";
   std::vector<std::string> envs;
@@ -67,10 +86,8 @@ Run run(const std::vector<std::string>& args, const std::map<std::string, std::s
   std::vector<char*> envp;
   for (auto& e : envs) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_s{REWARDCTL_BIN};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
+  for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
   pid_t pid = fork();
@@ -82,7 +99,8 @@ Run run(const std::vector<std::string>& args, const std::map<std::string, std::s
     dup2(fe, 2);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     if (as_uid >= 0 && (setgroups(0, nullptr) != 0 || setgid(gid_t(as_uid)) != 0 || setuid(uid_t(as_uid)) != 0)) _exit(126);
-    execve(argv[0], argv.data(), envp.data());
+    environ = envp.data();
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   int status = 0;
@@ -95,6 +113,7 @@ Run run(const std::vector<std::string>& args, const std::map<std::string, std::s
   (void)!system(cmd.c_str());
   return r;
 }
+}  // namespace
 
 std::string backend() {
   const char* b = std::getenv("REWARDCTL_TEST_BACKEND");

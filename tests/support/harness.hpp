@@ -22,6 +22,11 @@ struct Run {
 Run run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
         const std::string& input = "", const std::string& cwd = "", int as_uid = -1);
 
+// Runs any program (argv[0] is a path or found on PATH) the same way: a shell, for the README tour
+// and the completion scripts.
+Run run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                const std::string& input = "", const std::string& cwd = "");
+
 std::string backend();  // "sqlite" or "postgres"
 bool is_pg();
 

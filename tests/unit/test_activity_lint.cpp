@@ -188,7 +188,7 @@ TEST_CASE("definition: the base fixtures review clean and parse into the Definit
   CHECK(d.code == "gift");
   CHECK(d.kind == Kind::direct);
   CHECK(d.timezone == "Asia/Shanghai");
-  CHECK(format_utc(d.start_at) == "2027-02-28T16:00:00Z");
+  CHECK(format_utc(d.start_at) == "2027-02-28T16:00:00.000Z");
   CHECK(d.budget_cents == 100000);
   CHECK_FALSE(d.whitelist_required);
   CHECK_FALSE(d.limit);
@@ -232,8 +232,8 @@ TEST_CASE("definition: a window ending at 23:59:59+08:00 parses to 15:59:59Z") {
                               "t.toml");
     INFO(dump(p));
     REQUIRE(p.def);
-    CHECK(format_utc(p.def->end_at) == "2025-11-30T15:59:59Z");
-    CHECK(format_utc(p.def->start_at) == "2025-10-31T16:00:00Z");
+    CHECK(format_utc(p.def->end_at) == "2025-11-30T15:59:59.000Z");
+    CHECK(format_utc(p.def->start_at) == "2025-10-31T16:00:00.000Z");
   }
   SUBCASE("RFC 3339 string, with milliseconds") {
     auto p = parse_definition(with(kDirect, "end = 2027-03-31T23:59:59+08:00", "end = \"2027-03-31T23:59:59.500+08:00\""),

@@ -55,7 +55,7 @@ TEST_CASE("settings: precedence is flags > environment > file > defaults") {
   SUBCASE("file over defaults") {
     flags.config = path;
     auto s = load_settings(flags, env.fn());
-    CHECK(s.db_url == "sqlite:file.db");
+    CHECK(s.db_url == "sqlite:/tmp/file.db");  // relative to the config file's directory
     CHECK(s.output == "json");
     CHECK(s.log_level == "warn");
     CHECK(s.db_url_source.find(path + ":2:") == 0);
@@ -85,7 +85,7 @@ TEST_CASE("settings: precedence is flags > environment > file > defaults") {
     env.vars["REWARDCTL_CONFIG"] = path;
     auto s = load_settings(flags, env.fn());
     CHECK(s.config_path == path);
-    CHECK(s.db_url == "sqlite:file.db");
+    CHECK(s.db_url == "sqlite:/tmp/file.db");  // relative to the config file's directory
   }
   unlink(path.c_str());
 }

@@ -27,10 +27,10 @@ struct ActivityRow {
 };
 
 std::optional<ActivityRow> find(store::Session& s, const std::string& code);
-// Throws Error(data) "no activity CODE" when missing.
+// Throws Error(not_found) "no activity CODE" when missing.
 ActivityRow get(store::Session& s, const std::string& code);
 
-// The activity's id, read on its own (autocommit, retried like Store::query). Throws Error(data)
+// The activity's id, read on its own (autocommit, retried like Store::query). Throws Error(not_found)
 // "no activity 'CODE' (see rewardctl activity list)" when missing.
 int64_t id_of(store::Store& st, const std::string& code);
 
@@ -63,6 +63,20 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
 // approved, rejected): replaces prizes, stock and budget, voids the approvals given to the old hash
 // and returns the activity to pending_review. An unchanged definition changes nothing.
 CreateResult update(store::Store& st, const Definition& d, const std::string& text, const Actor& who, Millis now);
+
+struct ApplyResult {
+  std::string action;         // created, unchanged or updated
+  std::string previous_hash;  // the stored definition's hash ("" when it was created)
+  CreateResult result;
+};
+
+// Idempotent seeding (activity apply): creates the activity when its code is absent (with opts, as
+// create), does nothing when the stored definition has the same SHA-256, updates one that is not yet
+// published (as update), and refuses with Error(data), naming both hashes, a different definition
+// for one that has been published (gray, live, paused, ended, offline). A concurrent apply of the
+// same file is answered "unchanged", not an error.
+ApplyResult apply(store::Store& st, const Definition& d, const std::string& text, const CreateOptions& opts,
+                  const Actor& who, Millis now);
 
 struct TransitionResult {
   bool changed = false;

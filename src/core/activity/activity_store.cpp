@@ -48,13 +48,13 @@ std::optional<ActivityRow> find(Session& s, const std::string& code) {
 
 ActivityRow get(Session& s, const std::string& code) {
   auto a = find(s, code);
-  if (!a) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
+  if (!a) throw Error(Exit::not_found, "no activity '" + code + "' (see rewardctl activity list)");
   return *a;
 }
 
 int64_t id_of(store::Store& st, const std::string& code) {
   auto r = st.query("SELECT id FROM activity WHERE code = $1", {code});
-  if (r.empty()) throw Error(Exit::data, "no activity '" + code + "' (see rewardctl activity list)");
+  if (r.empty()) throw Error(Exit::not_found, "no activity '" + code + "' (see rewardctl activity list)");
   return r[0].i64(0);
 }
 

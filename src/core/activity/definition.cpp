@@ -206,7 +206,26 @@ class Parser {
       add("wrong_type", path, "'" + path + "' must be a string, not " + type_desc(*n), n->source());
       return std::nullopt;
     }
-    return std::string(n->value_or(std::string_view{}));
+    std::string v(n->value_or(std::string_view{}));
+    if (!no_control_chars(v, path, n->source())) return std::nullopt;
+    return v;
+  }
+
+  // Text fields end up in terminals, tables and logs: a C0 control character (an ANSI escape, a
+  // newline, a tab) or DEL there could repaint a screen or forge a line, so it is refused.
+  bool no_control_chars(const std::string& v, const std::string& path, const toml::source_region& where) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(v[i]);
+      if (c < 0x20 || c == 0x7f) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%02X", unsigned(c));
+        add("control_char", path, "'" + path + "' holds the control character U+00" + buf + " at byte " +
+                                      std::to_string(i + 1) + ": text fields may not contain control characters",
+            where);
+        return false;
+      }
+    }
+    return true;
   }
 
   std::optional<bool> boolean(const toml::table& t, const char* key, const std::string& path) {

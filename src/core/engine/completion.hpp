@@ -16,7 +16,7 @@ struct CompleteOutcome {
   std::optional<GrantView> grant;
 };
 
-// Throws Error(data) when no grant has that bill number. A grant not in awaiting_external is
+// Throws Error(not_found) when no grant has that bill number. A grant not in awaiting_external is
 // refused (changed = false, the message names its state).
 CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, const std::optional<std::string>& reason,
                          const std::string& actor, Millis now, bool dry_run = false);

@@ -22,7 +22,7 @@ struct ReverseOutcome {
   std::optional<GrantView> grant;
 };
 
-// Throws Error(data) when there is no grant with that record code. A grant that is not in success,
+// Throws Error(not_found) when there is no grant with that record code. A grant that is not in success,
 // or one delivered outside the database without downstream_reversed, is refused (changed = false,
 // the message says why).
 ReverseOutcome reverse(store::Store& st, const std::string& record_code, const std::string& reason,
