@@ -27,7 +27,7 @@ TEST_CASE("logging: --log-format json writes one JSON object per line, errors in
   auto m = db.ok({"db", "migrate", "--log-file", log, "--log-format", "json"});
   auto show = db.ok({"activity", "show", "nope", "--log-file", log, "--log-format", "json"}, 67);
   // standard error is JSON lines too, for a shipper reading a container's stderr
-  for (auto& l : rt::lines(show.err)) CHECK_NOTHROW((void)json::parse(l));
+  for (auto& l : rt::lines(show.err)) CHECK(json::accept(l));
   auto lines = rt::lines(rt::read_file(log));
   REQUIRE(lines.size() >= 2);
   bool saw_info = false, saw_error = false;
