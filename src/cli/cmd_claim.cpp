@@ -38,10 +38,11 @@ Exit run_claim(Ctx& ctx) {
   if (!o.reason.empty()) j["reason"] = o.reason;
   if (o.reason == "not_started" || o.reason == "ended") {
     // name the window, so that the operator knows when (or since when) the claim can work
-    if (auto a = activity::find(st->autocommit(), r.activity))
-      j["message"] = o.reason == "not_started"
-                         ? "the activity starts at " + format_in_zone(a->start_at, a->timezone) + " (" + format_utc(a->start_at) + ")"
-                         : "the activity ended at " + format_in_zone(a->end_at, a->timezone) + " (" + format_utc(a->end_at) + ")";
+    if (auto a = activity::find(st->autocommit(), r.activity)) {
+      Millis t = o.reason == "not_started" ? a->start_at : a->end_at;
+      j["message"] = std::string(o.reason == "not_started" ? "the activity starts at " : "the activity ended at ") +
+                     format_in_zone(t, a->timezone) + " (" + format_utc(t) + ")";
+    }
   }
   if (o.dry_run) j["dry_run"] = true;
   if (o.grant) {

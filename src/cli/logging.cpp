@@ -9,6 +9,10 @@
 
 #include <iostream>
 
+#include "cli/output.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
 #include "cli/logging.hpp"
 
 #include "core/error.hpp"
