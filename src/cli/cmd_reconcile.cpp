@@ -141,13 +141,13 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
   });
 
   auto* show = rc->add_subcommand("show", "A stored run and its differences");
-  show->add_option("run", opt.run_id, "Run id")->required();
+  show->add_option("RUN", opt.run_id, "Run id")->required();
   show->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
   show->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
       auto r = rec::show_run(st->autocommit(), opt.run_id);
-      if (!r) throw Error(Exit::data, "no reconcile run " + std::to_string(opt.run_id));
+      if (!r) throw Error(Exit::not_found, "no reconcile run " + std::to_string(opt.run_id));
       print_diffs(ctx, r->first.id, r->second);
       if (!opt.csv.empty()) write_csv(opt.csv, r->first.id, r->second);
       auto j = summary_json(r->first);

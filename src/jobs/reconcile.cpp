@@ -79,7 +79,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'");
     else tx.exec_script("PRAGMA cache_size = -262144");  // (temp_store cannot change inside a transaction)
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
-      throw Error(Exit::data, "--activity: no activity '" + *o.activity + "'");
+      throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
     for (auto& c : check_table()) {
       if (std::find(names.begin(), names.end(), c.info.name) == names.end()) continue;
       auto t0 = std::chrono::steady_clock::now();

@@ -288,12 +288,12 @@ TEST_CASE("reconcile: show, list, --csv, --activity and the table") {
   REQUIRE(show.diffs.size() == 1);
   CHECK(show.diffs[0]["key"] == "act");
   CHECK(show.run["state"] == "diffs");
-  db.ok({"reconcile", "show", "999999"}, 65);
+  db.ok({"reconcile", "show", "999999"}, 67);
   // the other activity is clean on its own
   auto o = parse(db.ok({"reconcile", "--activity", "other", "-o", "json"}));
   CHECK(o.run["activity"] == "other");
   db.ok({"reconcile", "--activity", "act"}, 1);
-  db.ok({"reconcile", "--activity", "nope"}, 65);
+  db.ok({"reconcile", "--activity", "nope"}, 67);
   db.ok({"reconcile", "--checks", "stock,bogus"}, 64);
   db.ok({"reconcile", "--stuck-after", "soon"}, 64);
   db.ok({"reconcile", "--checks", "stock,ledger"});
