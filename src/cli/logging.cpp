@@ -9,12 +9,9 @@
 
 #include <iostream>
 
+#include "cli/logging.hpp"
 #include "cli/output.hpp"
 #include "core/clock.hpp"
-#include "core/error.hpp"
-
-#include "cli/logging.hpp"
-
 #include "core/error.hpp"
 
 namespace rc::cli {
