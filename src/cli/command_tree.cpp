@@ -42,7 +42,7 @@ void walk(const CLI::App& app, std::vector<std::string> path, std::vector<Comman
       n.positionals.push_back(o->get_name(true));
       continue;
     }
-    auto& dst = o->get_type_size_max() == 0 ? n.flags : n.valued;
+    auto& dst = o->get_expected_max() == 0 ? n.flags : n.valued;
     for (auto& l : o->get_lnames()) dst.push_back("--" + l);
     for (auto& s : o->get_snames()) dst.push_back("-" + s);
   }
@@ -86,7 +86,7 @@ void check_command_words(CLI::App& app, int argc, char** argv) {
       std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a.substr(0, 2);
       bool inline_value = a.rfind("--", 0) == 0 ? a.find('=') != std::string::npos : a.size() > 2;
       auto* o = find_option(cur, name);
-      if (o && o->get_type_size_max() > 0 && !inline_value) ++i;  // its value is the next word
+      if (o && o->get_expected_max() > 0 && !inline_value) ++i;  // its value is the next word
       continue;
     }
     auto kids = named_children(*cur);
@@ -118,7 +118,7 @@ void show_global_options_everywhere(CLI::App& app) {
   for (auto* o : all_options(app)) {
     if (o == app.get_help_ptr() || o->get_positional()) continue;
     std::string name = o->get_name(false, true);
-    if (o->get_type_size_max() > 0) name += " " + (o->get_option_text().empty() ? o->get_type_name() : o->get_option_text());
+    if (o->get_expected_max() > 0) name += " " + (o->get_option_text().empty() ? o->get_type_name() : o->get_option_text());
     if (o->get_lnames().size() && o->get_lnames()[0] == "help") continue;
     text += "  " + pad(name, 30) + o->get_description() + "\n";
   }

@@ -169,7 +169,7 @@ TEST_CASE("import: what is stored per row, and the audit and run records") {
   CHECK(sj["status"] == "unused");
   CHECK(sj["import_line"] == 2);
   CHECK(sj["ext"]["tier"] == "gold");
-  auto none = db.ok({"qualification", "show", "act", "nobody"}, 1);
+  auto none = db.ok({"qualification", "show", "act", "nobody"}, 67);
   CHECK(none.err.find("has no qualification") != std::string::npos);
   db.ok({"qualification", "show", "nope", "u1"}, 67);
 }

@@ -58,7 +58,7 @@ std::vector<std::string> books(const TestDb& db) {
     REQUIRE(o.status == Status::granted);
     codes.push_back(o.grant->record_code);
   }
-  db.ok({"reverse", codes[3], "--reason", "refund"});
+  db.ok({"reverse", codes[3], "--reason", "refund", "--yes"});
   return codes;
 }
 
