@@ -5,7 +5,6 @@
 #include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
 #include "jobs/resend.hpp"
-#include "util/csv_reader.hpp"
 
 namespace rc::cli {
 
@@ -18,7 +17,7 @@ struct {
   double rate = 0;
   std::string state, activity, bill, reason;
   int64_t limit = 100;
-  bool dry_run = false;
+  bool dry_run = false, yes = false;
 } opt;
 
 json bill_json(const jobs::ResendBill& b) {
@@ -33,13 +32,6 @@ json bill_json(const jobs::ResendBill& b) {
           {"next_attempt_at", format_utc(b.next_attempt_at)},
           {"expires_at", format_utc(b.expires_at)},
           {"last_error", b.last_error ? json(*b.last_error) : json(nullptr)}};
-}
-
-// Text an operator typed that goes into the database: refused at the edge, before anything is opened.
-void check_text(const std::string& v, const std::string& what, size_t max, bool required) {
-  if (required && v.empty()) throw Error(Exit::usage, what + " must not be empty");
-  if (v.size() > max) throw Error(Exit::usage, what + " is longer than " + std::to_string(max) + " bytes");
-  if (!csv::valid_utf8(v)) throw Error(Exit::usage, what + " is not valid UTF-8");
 }
 
 Exit report_change(Ctx& ctx, const jobs::ResendChange& c) {
@@ -101,10 +93,14 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   ab->add_option("BILL", opt.bill, "Bill number")->required();
   ab->add_option("--reason", opt.reason, "Why (recorded)")->required();
   ab->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
+  ab->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
   ab->callback([&ctx] {
     ctx.action = [&ctx] {
       check_text(opt.bill, "BILL", 200, true);
-      check_text(opt.reason, "--reason", 500, true);
+      check_text(opt.reason, "--reason", kMaxReasonBytes, true);
+      confirm_irreversible(opt.yes || opt.dry_run, "resend abandon",
+                           "Abandon bill " + opt.bill + "? Its grant fails and its stock, budget and limit counts "
+                           "are released; this cannot be undone.");
       auto st = ctx.open_store();
       return report_change(ctx, jobs::abandon_resend(*st, opt.bill, opt.reason, ctx.settings.operator_name, ctx.now(),
                                                      opt.dry_run));

@@ -67,6 +67,12 @@ TEST_CASE("cli: an unknown command is named with a did-you-mean, exit 64") {
   r = rt::run({"zzzzzz"});
   CHECK(r.rc == 64);
   CHECK(r.err.find("unknown command 'zzzzzz': see rewardctl --help") != std::string::npos);
+  r = rt::run({"expier"});
+  CHECK(r.rc == 64);
+  CHECK(r.err.find("unknown command 'expier' (did you mean 'expire'?)") != std::string::npos);
+  r = rt::run({"resend", "abandn", "B1", "--reason", "x"});
+  CHECK(r.rc == 64);
+  CHECK(r.err.find("unknown command 'resend abandn' (did you mean 'resend abandon'?)") != std::string::npos);
   // a global option's value is not mistaken for a command
   r = rt::run({"-o", "json", "--log-level", "warn", "help", "exit-codes"});
   CHECK(r.rc == 0);
@@ -151,6 +157,12 @@ TEST_CASE("cli: completion scripts are generated from the command tree and load 
   auto subs = complete("rewardctl activity ''");
   for (auto s : {"apply", "create", "offline", "show"}) CHECK(subs.find(std::string(s) + "\n") != std::string::npos);
   CHECK(complete("rewardctl activity offline --y").find("--yes\n") != std::string::npos);
+  // the job commands are in the tree like every other: nothing to add by hand when one lands
+  auto top = complete("rewardctl ''");
+  for (auto s : {"expire", "resend", "jobs", "reconcile"}) CHECK_MESSAGE(top.find(std::string(s) + "\n") != std::string::npos, s);
+  auto rs = complete("rewardctl resend ''");
+  for (auto s : {"list", "retry", "abandon"}) CHECK(rs.find(std::string(s) + "\n") != std::string::npos);
+  CHECK(complete("rewardctl resend abandon --y").find("--yes\n") != std::string::npos);
   CHECK(complete("rewardctl activity offline --d").find("--db\n") != std::string::npos);  // global options too
   CHECK(complete("rewardctl -o ''") == "table\njson\n");
   // dynamic: activity codes from the configured database

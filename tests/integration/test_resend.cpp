@@ -143,7 +143,7 @@ TEST_CASE("resend: the channel's final no fails the grant and gives back stock, 
   CHECK(show["released"].get<std::string>().find("released stock 1 to bucket 0, budget 100 cents, limit counts") == 0);
   // nothing can release it again: not resend, not abandon
   w.resend(T0 + 10 * kMin);
-  auto ab = w.db.ok({"resend", "abandon", g["bill_no"], "--reason", "x", "-o", "json"}, 1, w.at(T0));
+  auto ab = w.db.ok({"resend", "abandon", g["bill_no"], "--reason", "x", "--yes", "-o", "json"}, 1, w.at(T0));
   CHECK(last(ab)["changed"] == false);
   CHECK(w.stock() == 5);
   CHECK(w.budget() == 0);
@@ -168,20 +168,25 @@ TEST_CASE("resend: abandon fails the grant and releases once, also when two oper
   CHECK(json::parse(pending[0])["grant_state"] == "delayed_resend");
 
   // bad input: refused at the edge with 64, nothing written
-  w.db.ok({"resend", "abandon", bill, "--reason", ""}, 64, w.at(T0));
-  auto bad = w.db.ok({"resend", "abandon", bill, "--reason", "\xff\xfe bad"}, 64, w.at(T0));
+  w.db.ok({"resend", "abandon", bill, "--reason", "", "--yes"}, 64, w.at(T0));
+  auto bad = w.db.ok({"resend", "abandon", bill, "--reason", "\xff\xfe bad", "--yes"}, 64, w.at(T0));
   CHECK(bad.err.find("--reason is not valid UTF-8") != std::string::npos);
-  w.db.ok({"resend", "abandon", std::string(300, 'B'), "--reason", "x"}, 64, w.at(T0));
+  w.db.ok({"resend", "abandon", std::string(300, 'B'), "--reason", "x", "--yes"}, 64, w.at(T0));
   w.db.ok({"resend", "list", "--activity", "\xc3("}, 64, w.at(T0));
   auto dry = last(w.db.ok({"resend", "abandon", bill, "--reason", "user closed account", "--dry-run", "-o", "json"}, 0, w.at(T0)));
   CHECK(dry["changed"] == true);
   CHECK(w.stock() == 4);
   CHECK(w.releases() == 0);
   CHECK(w.db.count("SELECT count(*) FROM grants WHERE state = 'delayed_resend'") == 1);
+  // irreversible: without a terminal to ask on, --yes is required (64, nothing changed)
+  auto no_yes = w.db.ok({"resend", "abandon", bill, "--reason", "user closed account"}, 64, w.at(T0));
+  CHECK(no_yes.err.find("resend abandon cannot be undone") != std::string::npos);
+  CHECK(w.releases() == 0);
+  CHECK(w.db.count("SELECT count(*) FROM grants WHERE state = 'delayed_resend'") == 1);
 
   rt::Run a, b;
-  std::thread t1([&] { a = w.db.rc({"resend", "abandon", bill, "--reason", "user closed account"}, w.at(T0)); });
-  std::thread t2([&] { b = w.db.rc({"resend", "abandon", bill, "--reason", "user closed account"}, w.at(T0)); });
+  std::thread t1([&] { a = w.db.rc({"resend", "abandon", bill, "--reason", "user closed account", "--yes"}, w.at(T0)); });
+  std::thread t2([&] { b = w.db.rc({"resend", "abandon", bill, "--reason", "user closed account", "--yes"}, w.at(T0)); });
   t1.join();
   t2.join();
   INFO(a.all() << b.all());
