@@ -33,6 +33,25 @@ class JsonFormatter : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
 
+// A text log line whose message is made printable(): a name or reason holding an ANSI escape or a
+// newline can neither repaint the operator's terminal nor forge a line in the log file.
+class EscapingFormatter : public spdlog::formatter {
+ public:
+  explicit EscapingFormatter(std::string pattern)
+      : pattern_(std::move(pattern)), inner_(pattern_, spdlog::pattern_time_type::utc) {}
+  void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
+    std::string safe = printable(std::string(m.payload.data(), m.payload.size()));
+    spdlog::details::log_msg copy = m;
+    copy.payload = spdlog::string_view_t(safe.data(), safe.size());
+    inner_.format(copy, dest);
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<EscapingFormatter>(pattern_); }
+
+ private:
+  std::string pattern_;
+  spdlog::pattern_formatter inner_;
+};
+
 std::shared_ptr<spdlog::sinks::sink> g_file;  // the --log-file sink, when there is one
 bool g_json = false;
 
@@ -45,7 +64,7 @@ spdlog::color_mode color_mode(const std::string& when) {
 void set_format(spdlog::sinks::sink& s, bool json_lines, const char* text_pattern) {
   if (json_lines) s.set_formatter(std::make_unique<JsonFormatter>());
   else
-    s.set_formatter(std::make_unique<spdlog::pattern_formatter>(text_pattern, spdlog::pattern_time_type::utc));
+    s.set_formatter(std::make_unique<EscapingFormatter>(text_pattern));
 }
 
 }  // namespace
@@ -77,7 +96,7 @@ void setup_logging(const Settings& s) {
 void setup_early_logging(const char* no_color) {
   auto err = spdlog::stderr_color_mt("early", no_color && *no_color ? spdlog::color_mode::never
                                                                     : spdlog::color_mode::automatic);
-  err->set_pattern("%^%l%$: %v");
+  err->set_formatter(std::make_unique<EscapingFormatter>("%^%l%$: %v"));
   spdlog::set_default_logger(err);
 }
 
@@ -91,7 +110,7 @@ void log_failure(const std::string& message) {
     stderr_sink->log(m);
     stderr_sink->flush();
   } else {
-    std::cerr << "rewardctl: " << message << "\n";
+    std::cerr << "rewardctl: " << printable(message) << "\n";
   }
   if (g_file) {
     spdlog::details::log_msg m("rewardctl", spdlog::level::err, message);

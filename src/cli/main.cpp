@@ -10,6 +10,7 @@
 #include "cli/command_tree.hpp"
 #include "cli/context.hpp"
 #include "cli/logging.hpp"
+#include "cli/output.hpp"
 #include "core/interrupt.hpp"
 
 int main(int argc, char** argv) {
@@ -60,10 +61,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "rewardctl: " << e.what() << " (see rewardctl --help)\n";
+    std::cerr << "rewardctl: " << cli::printable(e.what()) << " (see rewardctl --help)\n";
     return exit_int(Exit::usage);
   } catch (const Error& e) {
-    std::cerr << "rewardctl: " << e.what() << "\n";
+    std::cerr << "rewardctl: " << cli::printable(e.what()) << "\n";
     return exit_int(e.code());
   }
   auto set = [](const std::string& v, std::optional<std::string>& dst) {

@@ -124,3 +124,27 @@ TEST_CASE("output: lint refuses C0 control characters in text fields") {
   std::string rm = "rm -rf '" + dir + "'";
   (void)!system(rm.c_str());
 }
+
+TEST_CASE("output: a name echoed in an error or a log line cannot repaint the terminal or forge a line") {
+  rt::TestDb db;
+  db.migrate();
+  std::string log = db.dir() + "/r.log";
+  const std::string evil = "x\x1b[2J\nforged: line";
+  // the error that ends a command, on stderr and in the log file
+  auto show = db.ok({"activity", "show", evil, "--log-file", log}, 67);
+  CHECK(show.err.find('\x1b') == std::string::npos);
+  CHECK(show.err.find("x\\x1b[2J\\nforged: line") != std::string::npos);
+  CHECK(rt::lines(show.err).size() == 1);
+  std::string text = rt::read_file(log);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find("\nforged: line") == std::string::npos);
+  // a parse-time error (an unknown command word) and bytes that are not UTF-8
+  auto unk = db.ok({evil + "\xff"}, 64);
+  CHECK(unk.err.find('\x1b') == std::string::npos);
+  CHECK(unk.err.find("\\xff") != std::string::npos);
+  CHECK(rt::lines(unk.err).size() == 1);
+  // --log-format json keeps the text exact, escaped by JSON
+  auto js = db.ok({"activity", "show", evil, "--log-format", "json"}, 67);
+  REQUIRE(rt::lines(js.err).size() == 1);
+  CHECK(json::parse(rt::lines(js.err)[0])["msg"].get<std::string>().find(evil) != std::string::npos);
+}
