@@ -44,13 +44,29 @@ std::string with_value(const std::string& text, const std::string& key, const st
   return std::regex_replace(text, re, "$1$2\"" + value + "\"", std::regex_constants::format_first_only);
 }
 
+// An operator's value echoed in a message: at most 80 bytes of it.
+std::string excerpt(const std::string& v) { return v.size() <= 80 ? v : v.substr(0, 77) + "..."; }
+
 Millis parse_time_flag(const std::string& flag, const std::string& v, Millis now) {
   if (flag == "--start" && v == "now") return now / 1000 * 1000;
   auto t = parse_rfc3339(v);
   if (!t)
-    throw Error(Exit::usage, flag + " '" + v + "' is not a time with an offset, such as 2025-11-01T00:00:00+08:00" +
+    throw Error(Exit::usage, flag + " '" + excerpt(v) + "' is not a time with an offset, such as 2025-11-01T00:00:00+08:00" +
                                  (flag == "--start" ? " (or now)" : ""));
   return *t;
+}
+
+// t as the template writes it, in its zone. Refused (usage) when that text would not read back as
+// the same instant: a year past 9999 (RFC 3339 has four digits), or a zone's early local mean time
+// whose offset has seconds that RFC 3339 cannot show.
+std::string written(Millis t, const std::string& zone, const std::string& flag) {
+  std::string s = format_in_zone(t, zone);  // whole seconds
+  auto back = parse_rfc3339(s);
+  if (!back || *back != t - ((t % 1000) + 1000) % 1000)
+    throw Error(Exit::usage, flag + ": the window's " + (flag == "--start" ? "start" : "end") + " " + format_utc(t) +
+                                 " cannot be written as an RFC 3339 time in " + zone +
+                                 ": choose a time in the years 1970 to 9999");
+  return s;
 }
 
 // A template made usable without an editor: --code, and a window from --start (or now) to --end or
@@ -59,7 +75,8 @@ std::string fill_template(std::string text, Millis now) {
   if (!opt.code.empty()) {
     static const std::regex code_re("[a-z0-9_-]{1,64}");
     if (!std::regex_match(opt.code, code_re))
-      throw Error(Exit::usage, "--code '" + opt.code + "': use 1 to 64 of a-z 0-9 _ -");
+      throw Error(Exit::usage, "--code '" + excerpt(opt.code) + "' (" + std::to_string(opt.code.size()) +
+                                   " bytes): use 1 to 64 of a-z 0-9 _ -");
     text = with_value(text, "code", opt.code);
   }
   if (opt.start.empty() && opt.end.empty() && opt.days == 0) return text;
@@ -73,8 +90,8 @@ std::string fill_template(std::string text, Millis now) {
   if (end <= start)
     throw Error(Exit::usage, "the window is empty: end " + format_in_zone(end, zone) + " is not after start " +
                                  format_in_zone(start, zone) + " (give a later --end, or --days)");
-  text = with_value(text, "start", format_in_zone(start, zone));
-  return with_value(text, "end", format_in_zone(end, zone));
+  text = with_value(text, "start", written(start, zone, "--start"));
+  return with_value(text, "end", written(end, zone, opt.days > 0 ? "--days" : "--end"));
 }
 
 Exit run_new(Ctx& ctx) {

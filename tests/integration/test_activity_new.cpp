@@ -74,6 +74,21 @@ TEST_CASE("activity new: bad flags are usage errors naming the flag, and nothing
   bad({"--end", "2030-01-01T00:00:00Z", "--days", "3"}, "give --end or --days, not both");
   bad({"--days", "0"}, "--days");
   bad({"--code", "Has Spaces"}, "--code 'Has Spaces'");
+  // huge values: a window the template cannot write, a code or a time echoed only in part
+  bad({"--start", "9999-12-30T00:00:00Z", "--days", "2"},
+      "--days: the window's end 10000-01-01T00:00:00.000Z cannot be written as an RFC 3339 time in Asia/Shanghai");
+  bad({"--start", "0001-01-01T00:00:00Z", "--days", "2"}, "--start: the window's start 0001-01-01T00:00:00.000Z");
+  bad({"--days", "36601"}, "--days");
+  bad({"--days", "99999999999999999999"}, "--days");
+  bad({"--days", "-1"}, "--days");
+  bad({"--code", std::string(100000, 'a')}, "(100000 bytes): use 1 to 64");
+  bad({"--code", std::string(65, 'a')}, "(65 bytes)");
+  bad({"--start", std::string(5000, '9')}, "...' is not a time");
+  bad({"--code", "bad\xff\x1b[2J"}, "--code 'bad\\xff\\x1b[2J'");  // not UTF-8, an escape: shown escaped
+  // the last day that can be written, milliseconds dropped
+  auto last = rt::run({"activity", "new", "--kind", "lottery", "--start", "9999-12-30T00:00:00.999Z", "--days", "1"});
+  CHECK(last.rc == 0);
+  CHECK(last.out.find("end = \"9999-12-31T08:00:00+08:00\"") != std::string::npos);
   // the template's own start with --days: the end moves, the start stays
   auto r = rt::run({"activity", "new", "--kind", "lottery", "--days", "1"});
   CHECK(r.rc == 0);
