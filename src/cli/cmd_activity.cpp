@@ -136,6 +136,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   approve->add_option("--comment", opt.comment, "Comment kept with the approval");
   add_dry_run(approve);
   on(approve, ctx, [](Ctx& c) {
+    check_text(opt.comment, "--comment", kMaxReasonBytes, false);
     auto st = c.open_store();
     std::optional<std::string> comment;
     if (!opt.comment.empty()) comment = opt.comment;
@@ -149,6 +150,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   reject->add_option("--reason", opt.reason, "Why (recorded)")->required();
   add_dry_run(reject);
   on(reject, ctx, [](Ctx& c) {
+    check_text(opt.reason, "--reason", kMaxReasonBytes, true);
     auto st = c.open_store();
     return print_transition(c, rc::activity::reject(*st, opt.code, role(), opt.reason, actor(c), c.now()));
   });
@@ -174,6 +176,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     add_dry_run(c);
     Op o = op;
     on(c, ctx, [o](Ctx& cx) {
+      check_text(opt.reason, "--reason", kMaxReasonBytes, false);
       auto st = cx.open_store();
       std::optional<std::string> reason;
       if (!opt.reason.empty()) reason = opt.reason;
@@ -184,9 +187,10 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   auto* offline = g->add_subcommand("offline", "Take an activity offline for good (asks on a TTY unless --yes)");
   offline->add_option("CODE", opt.code, "Activity code")->required();
   offline->add_option("--reason", opt.reason, "Why (recorded)")->required();
-  offline->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation");
+  offline->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
   add_dry_run(offline);
   on(offline, ctx, [](Ctx& c) {
+    check_text(opt.reason, "--reason", kMaxReasonBytes, true);
     auto st = c.open_store();
     confirm_irreversible(opt.yes || opt.dry_run, "activity offline",
                          "Take activity '" + opt.code + "' offline for good? Claims stop and it cannot be published again.");

@@ -56,6 +56,7 @@ Exit run_claim(Ctx& ctx) {
 
 Exit run_reverse(Ctx& ctx) {
   if (opt.code.empty() == opt.biz_id.empty()) throw Error(Exit::usage, "reverse needs exactly one of RECORD or --biz-id");
+  check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   std::optional<std::string> rid;
   if (!opt.request_id.empty()) rid = require_identifier(opt.request_id, IdKind::key, "--request-id");
   if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
@@ -162,6 +163,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
     ctx.action = [&ctx] {
       if (opt.ok == opt.failed) throw Error(Exit::usage, "record complete needs exactly one of --ok or --failed");
       if (opt.failed && opt.reason.empty()) throw Error(Exit::usage, "record complete --failed needs --reason");
+      check_text(opt.reason, "--reason", kMaxReasonBytes, false);
       auto st = ctx.open_store();
       std::optional<std::string> reason;
       if (!opt.reason.empty()) reason = opt.reason;

@@ -145,6 +145,7 @@ Exit as_job(Ctx& ctx, const std::string& job, const Options& o, Exit (*body)(Ctx
 
 Exit run_import(Ctx& ctx) { return as_job(ctx, "import-qualifications", import_options(ctx), import_body); }
 Exit run_revoke(Ctx& ctx) {
+  check_text(opt.reason, "--reason", kMaxReasonBytes, false);
   confirm_irreversible(opt.yes || opt.dry_run, "qualification revoke",
                        "Revoke the unused qualifications in " + opt.activity + " of the users " + opt.file +
                            " lists? This cannot be undone.");

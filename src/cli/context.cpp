@@ -13,6 +13,7 @@
 #include "core/delivery/channel.hpp"
 
 #include "core/store/migrate.hpp"
+#include "util/csv_reader.hpp"
 
 namespace rc::cli {
 
@@ -48,10 +49,16 @@ void confirm_irreversible(bool given, const std::string& what, const std::string
   if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
     throw Error(Exit::usage, what + " cannot be undone and there is no terminal to ask on: add --yes to go ahead "
                                     "(nothing changed)");
-  std::cerr << question << " [y/N] " << std::flush;
+  std::cerr << printable(question) << " [y/N] " << std::flush;  // names in it may hold escapes
   std::string answer;
   std::getline(std::cin, answer);
   if (answer != "y" && answer != "Y" && answer != "yes") throw Error(Exit::findings, "not confirmed: nothing changed");
+}
+
+void check_text(const std::string& v, const std::string& what, size_t max, bool required) {
+  if (required && v.empty()) throw Error(Exit::usage, what + " must not be empty");
+  if (v.size() > max) throw Error(Exit::usage, what + " is longer than " + std::to_string(max) + " bytes");
+  if (!csv::valid_utf8(v)) throw Error(Exit::usage, what + " is not valid UTF-8");
 }
 
 // The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.

@@ -53,6 +53,12 @@ std::string read_input_file(const std::string& path);
 // on (cron, a pipe, CI) it throws Error(usage) saying --yes is needed; a "no" throws Error(findings).
 // Nothing has been changed when it throws.
 void confirm_irreversible(bool given, const std::string& what, const std::string& question);
+// Free text an operator typed that goes into the database (--reason, --comment, --source): refused
+// with Error(usage) naming `what` when it is empty (and required), longer than `max` bytes, or not
+// valid UTF-8 (PostgreSQL would refuse it, SQLite would store it). Control characters are kept:
+// tables and logs show them escaped.
+void check_text(const std::string& v, const std::string& what, size_t max, bool required);
+constexpr size_t kMaxReasonBytes = 500;  // --reason and --comment
 // Lint context of this host: the channels its config defines, plus the built-in ledger and outbox.
 activity::LintContext lint_context(const Ctx& ctx);
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/identifier.hpp"
 
 namespace rc {
 
@@ -241,6 +242,11 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   s.quiet = flags.quiet;
 
   if (s.operator_name.empty()) s.operator_name = login_name(getenv);
+  // the operator is recorded on every change (status log, audit): the identifier rules of a user id,
+  // so a name neither backend can store, or one holding a terminal escape, is refused up front
+  s.operator_name = trim_identifier(s.operator_name);
+  std::string why = identifier_error(s.operator_name, IdKind::user, "the operator name");
+  if (!why.empty()) throw Error(Exit::usage, why + " (from --operator, REWARDCTL_OPERATOR or the login name)");
   check_choice("output format", s.output, {"table", "json"});
   check_choice("log level", s.log_level, {"trace", "debug", "info", "warn", "error", "off"});
   check_choice("log format", s.log_format, {"text", "json"});

@@ -41,6 +41,8 @@ static ActivityRow to_row(const store::Row& r) {
 }
 
 std::optional<ActivityRow> find(Session& s, const std::string& code) {
+  // no stored activity has another code; a name that is not even UTF-8 never reaches PostgreSQL
+  if (!valid_code(code)) return std::nullopt;
   auto r = s.query(std::string(kSelect) + "WHERE code = $1", {code});
   if (r.empty()) return std::nullopt;
   return to_row(r[0]);
@@ -53,7 +55,7 @@ ActivityRow get(Session& s, const std::string& code) {
 }
 
 int64_t id_of(store::Store& st, const std::string& code) {
-  auto r = st.query("SELECT id FROM activity WHERE code = $1", {code});
+  auto r = valid_code(code) ? st.query("SELECT id FROM activity WHERE code = $1", {code}) : store::Result{};
   if (r.empty()) throw Error(Exit::not_found, "no activity '" + code + "' (see rewardctl activity list)");
   return r[0].i64(0);
 }
