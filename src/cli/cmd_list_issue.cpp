@@ -18,7 +18,7 @@ namespace li = jobs::list_issue;
 
 struct {
   std::string activity, prize, file, rejects, max_rejects = "0", progress = "auto", batch, state, reason;
-  bool allow_partial = false, dry_run = false;
+  bool allow_partial = false, dry_run = false, yes = false;
   int workers = 1;
   double rate = 0;
   int64_t chunk = 500, limit = 100;
@@ -92,6 +92,10 @@ Exit run_approve(Ctx& ctx) {
 }
 
 Exit run_cancel(Ctx& ctx) {
+  check_text(opt.reason, "--reason", kMaxReasonBytes, false);
+  confirm_irreversible(opt.yes || opt.dry_run, "list-issue cancel",
+                       "Cancel batch " + opt.batch + "? Its pending users will not get the prize; a cancelled batch "
+                       "cannot run again.");
   auto st = ctx.open_store();
   std::optional<std::string> reason;
   if (!opt.reason.empty()) reason = opt.reason;
@@ -274,6 +278,7 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
   auto* cancel = batch_command(g, "cancel", "Cancel a batch: pending items are cancelled; a running worker stops after its chunk");
   cancel->add_option("--reason", opt.reason, "Why (recorded)");
   cancel->add_flag("--dry-run", opt.dry_run, "Report what would be cancelled; change nothing");
+  cancel->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
   on(cancel, run_cancel);
 
   auto* list = g->add_subcommand("list", "Every batch, newest first");

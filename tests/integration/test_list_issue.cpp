@@ -229,8 +229,12 @@ TEST_CASE("list-issue: approval rules") {
   CHECK(r.rc == 77);
   CHECK(r.err.find("does not match what bob approved") != std::string::npos);
   db.open()->exec("UPDATE list_batch SET total = total - 1 WHERE batch_no = $1", {b});
+  // cancelling is final: without a terminal to ask on it needs --yes (64, nothing changed)
+  auto no_yes = db.ok({"list-issue", "cancel", b, "--reason", "wrong list"}, 64);
+  CHECK(no_yes.err.find("list-issue cancel cannot be undone") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'cancelled'") == 0);
   // a cancelled batch never runs
-  db.ok({"list-issue", "cancel", b, "--reason", "wrong list"});
+  db.ok({"list-issue", "cancel", b, "--reason", "wrong list", "--yes"});
   CHECK(db.rc({"list-issue", "run", b}).rc == 77);
   CHECK(db.count("SELECT count(*) FROM grants") == 0);
   CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'cancelled'") == 5);
@@ -310,7 +314,7 @@ TEST_CASE("list-issue: cancel mid-run stops the worker after its chunk") {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (finished(db, b) < 30 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  auto r = db.ok({"list-issue", "cancel", b, "-o", "json", "--reason", "incident over"});
+  auto r = db.ok({"list-issue", "cancel", b, "-o", "json", "--reason", "incident over", "--yes"});
   CHECK(wait_exit(pid) == 1);
   auto c = check_batch(db, b, 1000);
   CHECK(c.issued >= 30);
