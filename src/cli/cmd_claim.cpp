@@ -24,6 +24,7 @@ struct {
 
 Exit run_claim(Ctx& ctx) {
   engine::ClaimRequest r;
+  check_text(opt.activity, "ACTIVITY", kMaxNameBytes, true);  // PostgreSQL would refuse the bytes (65)
   r.activity = opt.activity;
   r.user = require_identifier(opt.user, IdKind::user, "--user");
   r.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
@@ -57,6 +58,7 @@ Exit run_claim(Ctx& ctx) {
 Exit run_reverse(Ctx& ctx) {
   if (opt.code.empty() == opt.biz_id.empty()) throw Error(Exit::usage, "reverse needs exactly one of RECORD or --biz-id");
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
+  if (!opt.code.empty()) check_text(opt.code, "RECORD", kMaxNameBytes, true);
   std::optional<std::string> rid;
   if (!opt.request_id.empty()) rid = require_identifier(opt.request_id, IdKind::key, "--request-id");
   if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
@@ -113,7 +115,8 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   show->callback([&ctx] {
     ctx.action = [&ctx] {
       int given = !opt.code.empty() + !opt.biz_id.empty() + !opt.user.empty();
-      if (given != 1) throw Error(Exit::usage, "record show needs exactly one of CODE, --biz-id or --user");
+      if (given != 1) throw Error(Exit::usage, "record show needs exactly one of RECORD, --biz-id or --user");
+      if (!opt.code.empty()) check_text(opt.code, "RECORD", kMaxNameBytes, true);
       if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
       if (!opt.user.empty()) opt.user = require_identifier(opt.user, IdKind::user, "--user");
       auto st = ctx.open_store();
@@ -164,6 +167,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
       if (opt.ok == opt.failed) throw Error(Exit::usage, "record complete needs exactly one of --ok or --failed");
       if (opt.failed && opt.reason.empty()) throw Error(Exit::usage, "record complete --failed needs --reason");
       check_text(opt.reason, "--reason", kMaxReasonBytes, false);
+      check_text(opt.bill, "BILL", kMaxNameBytes, true);
       auto st = ctx.open_store();
       std::optional<std::string> reason;
       if (!opt.reason.empty()) reason = opt.reason;

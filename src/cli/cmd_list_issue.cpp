@@ -235,7 +235,14 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
   auto* g = app.add_subcommand("list-issue",
                                "Issue one prize to every user of a CSV list: plan, approve (a second operator), run")
                 ->require_subcommand(1);
-  auto on = [&ctx](CLI::App* c, Exit (*fn)(Ctx&)) { c->callback([&ctx, fn] { ctx.action = [&ctx, fn] { return fn(ctx); }; }); };
+  auto on = [&ctx](CLI::App* c, Exit (*fn)(Ctx&)) {
+    c->callback([&ctx, fn] {
+      ctx.action = [&ctx, fn] {
+        if (!opt.batch.empty()) check_text(opt.batch, "BATCH", kMaxNameBytes, true);  // PostgreSQL refuses bad bytes
+        return fn(ctx);
+      };
+    });
+  };
 
   auto* plan = g->add_subcommand("plan", "Read, check and dedupe the list; store it as a batch to approve");
   plan->add_option("ACTIVITY", opt.activity, "Activity code")->required();

@@ -65,7 +65,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   list->add_option("--limit", opt.limit, "At most N bills (default 100)")->check(CLI::Range(1, 1000000));
   list->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.activity, "--activity", 200, false);
+      check_text(opt.activity, "--activity", kMaxNameBytes, false);
       auto st = ctx.open_store();
       std::vector<json> rows;
       for (auto& b : jobs::list_resend(*st, opt.state, opt.activity, opt.limit)) rows.push_back(bill_json(b));
@@ -81,7 +81,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   retry->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
   retry->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.bill, "BILL", 200, true);
+      check_text(opt.bill, "BILL", kMaxNameBytes, true);
       auto st = ctx.open_store();
       return report_change(ctx, jobs::retry_resend(*st, opt.bill, ctx.settings.operator_name, ctx.now(),
                                                    engine_options(ctx).resend_expiry_ms, opt.dry_run));
@@ -96,7 +96,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   ab->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
   ab->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.bill, "BILL", 200, true);
+      check_text(opt.bill, "BILL", kMaxNameBytes, true);
       check_text(opt.reason, "--reason", kMaxReasonBytes, true);
       confirm_irreversible(opt.yes || opt.dry_run, "resend abandon",
                            "Abandon bill " + opt.bill + "? Its grant fails and its stock, budget and limit counts "

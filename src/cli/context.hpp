@@ -59,6 +59,7 @@ void confirm_irreversible(bool given, const std::string& what, const std::string
 // tables and logs show them escaped.
 void check_text(const std::string& v, const std::string& what, size_t max, bool required);
 constexpr size_t kMaxReasonBytes = 500;  // --reason and --comment
+constexpr size_t kMaxNameBytes = 200;    // a code or number naming a row: ACTIVITY, RECORD, BILL
 // Lint context of this host: the channels its config defines, plus the built-in ledger and outbox.
 activity::LintContext lint_context(const Ctx& ctx);
 

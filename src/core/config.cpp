@@ -224,7 +224,6 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   if (auto e = env("REWARDCTL_LOG_LEVEL")) s.log_level = *e;
   if (auto e = env("REWARDCTL_LOG_FILE")) s.log_file = *e;
   if (auto e = env("REWARDCTL_LOG_FORMAT")) s.log_format = *e;
-  if (auto e = env("NO_COLOR")) s.color = "never";  // https://no-color.org: any non-empty value
   if (auto e = env("REWARDCTL_COLOR")) s.color = *e;
   if (auto e = env("REWARDCTL_OPERATOR")) s.operator_name = *e;
   if (auto e = env("REWARDCTL_REVIEW_REQUIRED")) s.review_required = parse_bool_env("REWARDCTL_REVIEW_REQUIRED", *e);
@@ -240,6 +239,9 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   if (flags.color) s.color = *flags.color;
   if (flags.operator_name) s.operator_name = *flags.operator_name;
   s.quiet = flags.quiet;
+  // https://no-color.org: any non-empty NO_COLOR means no colour unless asked for explicitly
+  // (always); auto - the default, or given as a flag - looks at it as well as at the terminal
+  if (s.color == "auto" && env("NO_COLOR")) s.color = "never";
 
   if (s.operator_name.empty()) s.operator_name = login_name(getenv);
   // the operator is recorded on every change (status log, audit): the identifier rules of a user id,

@@ -58,3 +58,26 @@ TEST_CASE("logging: colour with --color always, none with never or NO_COLOR") {
   CHECK(forced.err.find(esc) != std::string::npos);  // the flag wins over the environment
   db.ok({"db", "status", "--color", "sometimes"}, 64);
 }
+
+TEST_CASE("logging: on a terminal auto colours, unless NO_COLOR is set - also when auto is given as a flag") {
+  rt::TestDb db;
+  const std::string esc = "\x1b[";
+  // script(1) gives rewardctl a pseudo-terminal; what it printed comes back on script's stdout
+  auto on_tty = [&](const std::string& args, std::map<std::string, std::string> env) {
+    env["SHELL"] = "/bin/bash";
+    env["REWARDCTL_DB"] = db.url();
+    std::string cmd = std::string("'") + REWARDCTL_BIN + "' " + args;
+    auto r = rt::run_program({"script", "-qec", cmd, "/dev/null"}, env);
+    INFO(args << ": " << r.out << r.err);
+    CHECK(r.rc == 0);
+    return r.out;
+  };
+  CHECK(on_tty("db migrate", {{"NO_COLOR", ""}}).find(esc) != std::string::npos);  // empty: not set
+  CHECK(on_tty("db migrate", {{"NO_COLOR", "1"}}).find(esc) == std::string::npos);
+  CHECK(on_tty("db migrate --color auto", {{"NO_COLOR", "1"}}).find(esc) == std::string::npos);
+  CHECK(on_tty("db migrate --color always", {{"NO_COLOR", "1"}}).find(esc) != std::string::npos);
+  CHECK(on_tty("db migrate --color never", {}).find(esc) == std::string::npos);
+  // a bad value in the environment is a configuration error naming it
+  auto bad = db.ok({"db", "status"}, 78, {{"REWARDCTL_COLOR", "rainbow"}});
+  CHECK(bad.err.find("color must be one of auto|always|never, not 'rainbow'") != std::string::npos);
+}

@@ -6,21 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "support/harness.hpp"
+#include "support/seed.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-// A live redpack activity "txt", open for years.
+// A live activity "txt", stored through the CLI.
 void live_activity(const rt::TestDb& db) {
-  auto t = rt::run({"activity", "new", "--kind", "redpack", "--code", "txt", "--start", "2025-01-01T00:00:00Z",
-                    "--days", "20000"});
-  REQUIRE(t.rc == 0);
-  rt::write_file(db.dir(), "txt.toml", t.out);
-  db.ok({"activity", "create", "-f", "txt.toml", "--operator", "alice"});
-  db.ok({"activity", "approve", "txt", "--as", "product", "--operator", "bob"});
-  db.ok({"activity", "approve", "txt", "--as", "tech", "--operator", "carol"});
-  db.ok({"activity", "publish", "txt", "--full"});
+  rt::Spec s;
+  s.code = "txt";
+  rt::seed(db, s);
 }
 
 int64_t log_rows(const rt::TestDb& db) { return db.count("SELECT COUNT(*) FROM status_log"); }
@@ -86,6 +82,28 @@ TEST_CASE("text input: an activity code that cannot exist is not found (67) on b
   }
 }
 
+TEST_CASE("text input: a record, bill, batch or claimed activity that is not UTF-8 is a usage error (64) on both backends") {
+  rt::TestDb db;
+  db.migrate();
+  live_activity(db);
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"claim", "txt\xff", "--user", "u1", "--biz-id", "b1"},
+           {"record", "show", "R\xff"},
+           {"reverse", "R\xff", "--reason", "x", "--yes"},
+           {"record", "complete", "B\xff", "--ok"},
+           {"resend", "retry", "B\xff"},
+           {"list-issue", "status", "L\xff"},
+           {"list-issue", "cancel", "L\xff", "--yes"},
+       }) {
+    auto r = db.ok(args, 64);
+    CHECK(r.err.find("is not valid UTF-8") != std::string::npos);
+  }
+  CHECK(db.count("SELECT COUNT(*) FROM grants") == 0);
+  // valid UTF-8 that names nothing: not found, the same on both backends
+  db.ok({"record", "show", "R\xc3\xa9"}, 67);
+  db.ok({"claim", "t\xc3\xa9", "--user", "u1", "--biz-id", "b1"}, 1);
+}
+
 TEST_CASE("consent: on a terminal the question is asked with names escaped, and only y goes ahead") {
   rt::TestDb db;
   db.migrate();
@@ -93,8 +111,9 @@ TEST_CASE("consent: on a terminal the question is asked with names escaped, and 
   db.ok({"claim", "txt", "--user", "u1", "--biz-id", "b1"});
   // script(1) gives rewardctl a pseudo-terminal and types the input into it
   auto on_tty = [&](const std::string& args, const std::string& typed) {
-    std::string cmd = std::string("'") + REWARDCTL_BIN + "' --db '" + db.url() + "' " + args;
-    return rt::run_program({"script", "-qec", cmd, "/dev/null"}, {{"SHELL", "/bin/bash"}}, typed);
+    std::string cmd = std::string("'") + REWARDCTL_BIN + "' " + args;
+    return rt::run_program({"script", "-qec", cmd, "/dev/null"}, {{"SHELL", "/bin/bash"}, {"REWARDCTL_DB", db.url()}},
+                           typed);
   };
   auto no = on_tty("reverse --biz-id b1 --reason refund", "n\n");
   INFO(no.out << no.err);
