@@ -243,12 +243,19 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   // (always); auto - the default, or given as a flag - looks at it as well as at the terminal
   if (s.color == "auto" && env("NO_COLOR")) s.color = "never";
 
-  if (s.operator_name.empty()) s.operator_name = login_name(getenv);
   // the operator is recorded on every change (status log, audit): the identifier rules of a user id,
-  // so a name neither backend can store, or one holding a terminal escape, is refused up front
+  // so a name neither backend can store, or one holding a terminal escape, is refused up front when
+  // it was given; a login name that breaks them (USER is anyone's to set) becomes "uid<N>" instead,
+  // so that reading commands keep working in an odd environment
   s.operator_name = trim_identifier(s.operator_name);
-  std::string why = identifier_error(s.operator_name, IdKind::user, "the operator name");
-  if (!why.empty()) throw Error(Exit::usage, why + " (from --operator, REWARDCTL_OPERATOR or the login name)");
+  if (!s.operator_name.empty()) {
+    std::string why = identifier_error(s.operator_name, IdKind::user, "the operator name");
+    if (!why.empty()) throw Error(Exit::usage, why + " (from --operator or REWARDCTL_OPERATOR)");
+  } else {
+    s.operator_name = trim_identifier(login_name(getenv));
+    if (!identifier_error(s.operator_name, IdKind::user, "login").empty())
+      s.operator_name = "uid" + std::to_string(geteuid());
+  }
   check_choice("output format", s.output, {"table", "json"});
   check_choice("log level", s.log_level, {"trace", "debug", "info", "warn", "error", "off"});
   check_choice("log format", s.log_format, {"text", "json"});

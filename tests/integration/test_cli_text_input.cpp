@@ -4,6 +4,7 @@
 // would store), and nothing written when refused.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "support/harness.hpp"
 #include "support/seed.hpp"
@@ -65,6 +66,11 @@ TEST_CASE("text input: the operator name follows the user id rules, from the fla
   CHECK(r.err.find('\x1b') == std::string::npos);
   db.ok({"activity", "pause", "txt", "--operator", std::string(65, 'e')}, 64);
   CHECK(log_rows(db) == before);
+  // a login name that breaks them (USER is anyone's to set) is replaced by the user id, not an error
+  db.ok({"activity", "list"}, 0, {{"USER", "ev\xffil"}, {"REWARDCTL_OPERATOR", ""}});
+  db.ok({"activity", "pause", "txt", "--reason", "odd login"}, 0, {{"USER", "ev\x1bil"}, {"REWARDCTL_OPERATOR", ""}});
+  CHECK(db.count("SELECT COUNT(*) FROM status_log WHERE actor = $1", {"uid" + std::to_string(geteuid())}) == 1);
+  db.ok({"activity", "resume", "txt"});
   // trimmed like every identifier
   db.ok({"activity", "pause", "txt", "--operator", "  dave "});
   CHECK(db.count("SELECT COUNT(*) FROM status_log WHERE actor = 'dave'") == 1);
