@@ -44,6 +44,9 @@ class EscapingFormatter : public spdlog::formatter {
     spdlog::details::log_msg copy = m;
     copy.payload = spdlog::string_view_t(safe.data(), safe.size());
     inner_.format(copy, dest);
+    // the colour sink reads where %^...%$ fell from the message it passed in
+    m.color_range_start = copy.color_range_start;
+    m.color_range_end = copy.color_range_end;
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<EscapingFormatter>(pattern_); }
 

@@ -32,7 +32,7 @@ PrizeFacts prize_facts(store::Session& s, int64_t activity_id, const std::string
       "(SELECT COALESCE(SUM(remain), 0) FROM stock WHERE prize_id = p.id) "
       "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.code = $2",
       {activity_id, code});
-  if (r.empty()) throw Error(Exit::data, "activity '" + activity + "' has no prize '" + code + "' (see rewardctl activity show " + activity + ")");
+  if (r.empty()) throw Error(Exit::not_found, "activity '" + activity + "' has no prize '" + code + "' (see rewardctl activity show " + activity + ")");
   return {r[0].i64(0), r[0].i64(1), r[0].i64(2)};
 }
 

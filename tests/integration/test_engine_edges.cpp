@@ -190,15 +190,15 @@ TEST_CASE("engine: the loser of two concurrent reversals reports the state it lo
       }
       go = true;
     });
-    auto r = db.rc({"reverse", code, "--reason", "refund", "-o", "json"});
+    auto r = db.rc({"reverse", code, "--reason", "refund", "--yes", "-o", "json"});
     release.join();
     other.join();
     loser_out = r.out;
     loser_rc = r.rc;
   } else {
     // SQLite serializes writers from BEGIN on: the second reversal reads the first one's result
-    db.ok({"reverse", code, "--reason", "refund"});
-    auto r = db.rc({"reverse", code, "--reason", "refund", "-o", "json"});
+    db.ok({"reverse", code, "--reason", "refund", "--yes"});
+    auto r = db.rc({"reverse", code, "--reason", "refund", "--yes", "-o", "json"});
     loser_out = r.out;
     loser_rc = r.rc;
   }

@@ -194,12 +194,12 @@ TEST_CASE("list-issue: plan dedupes, rejects bad rows and stores the batch with 
     CHECK(db.count("SELECT count(*) FROM list_batch") == 0);
     CHECK(db.count("SELECT count(*) FROM list_item") == 0);
   }
-  SUBCASE("unknown prize or activity: exit 65 naming it") {
+  SUBCASE("unknown prize or activity: exit 67 (not found) naming it") {
     write_file(db.dir(), "ok.csv", users_csv(0, 2));
     auto r = db.rc({"list-issue", "plan", "act", db.dir() + "/ok.csv", "--prize", "nope"});
-    CHECK(r.rc == 65);
+    CHECK(r.rc == 67);
     CHECK(r.err.find("no prize 'nope'") != std::string::npos);
-    CHECK(db.rc({"list-issue", "plan", "zzz", db.dir() + "/ok.csv", "--prize", "p1"}).rc == 65);
+    CHECK(db.rc({"list-issue", "plan", "zzz", db.dir() + "/ok.csv", "--prize", "p1"}).rc == 67);
     CHECK(db.rc({"list-issue", "plan", "act", db.dir() + "/missing.csv", "--prize", "p1"}).rc == 66);
   }
 }

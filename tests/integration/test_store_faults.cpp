@@ -140,7 +140,7 @@ TEST_CASE("faults: a database this user may only read - reads work, writes exit 
     if (args[1] == "show" && args[0] == "record") CHECK(r.out.find(code) != std::string::npos);
   }
   for (auto args : std::vector<std::vector<std::string>>{{"claim", "act", "--user", "u2", "--biz-id", "b2"},
-                                                         {"reverse", code, "--reason", "test"},
+                                                         {"reverse", code, "--reason", "test", "--yes"},
                                                          {"activity", "pause", "act"}}) {
     auto r = as_reader(args);
     CAPTURE(args[0]);
