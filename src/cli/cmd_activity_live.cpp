@@ -84,6 +84,7 @@ Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
 
 Exit run_stock(Ctx& ctx) {
   if ((opt.add > 0) == (opt.remove > 0)) throw Error(Exit::usage, "activity stock needs exactly one of --add N or --remove N");
+  check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, opt.code, opt.prize,
                      opt.add > 0 ? opt.add : opt.remove, opt.reason};
   auto st = ctx.open_store();
@@ -93,6 +94,7 @@ Exit run_stock(Ctx& ctx) {
 Exit run_budget(Ctx& ctx) {
   if ((opt.raise > 0) == (opt.set >= 0))
     throw Error(Exit::usage, "activity budget needs exactly one of --raise CENTS or --set CENTS");
+  check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, opt.code, "",
                      opt.raise > 0 ? opt.raise : opt.set, opt.reason};
   auto st = ctx.open_store();
@@ -117,8 +119,8 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
                    ->require_subcommand(1);
     for (bool add : {true, false}) {
       auto* c = lg->add_subcommand(add ? "add" : "remove", add ? "Add users to the list" : "Remove users from the list");
-      c->add_option("code", opt.code, "Activity code")->required();
-      c->add_option("users", opt.users, "User ids");
+      c->add_option("CODE", opt.code, "Activity code")->required();
+      c->add_option("USER", opt.users, "User ids");
       c->add_option("-f,--file", opt.file, "CSV file with a user_id column (the rules of import-qualifications); - reads standard input");
       add_dry_run(c);
       on(c, ctx, [list, add](Ctx& cx) { return run_list_change(cx, list, add); });
@@ -126,7 +128,7 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
   }
 
   auto* stock = g->add_subcommand("stock", "Add stock to a running prize (spread over its buckets) or remove what is left");
-  stock->add_option("code", opt.code, "Activity code")->required();
+  stock->add_option("CODE", opt.code, "Activity code")->required();
   stock->add_option("--prize", opt.prize, "Prize code")->required();
   stock->add_option("--add", opt.add, "Units to add (a cash or costly prize needs a second operator when review.required)")
       ->check(CLI::Range(int64_t(1), INT64_MAX));
@@ -136,7 +138,7 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
   on(stock, ctx, run_stock);
 
   auto* budget = g->add_subcommand("budget", "Raise the authorised budget of a running activity, or set it (never below consumed)");
-  budget->add_option("code", opt.code, "Activity code")->required();
+  budget->add_option("CODE", opt.code, "Activity code")->required();
   budget->add_option("--raise", opt.raise, "Cents to authorise on top (a second operator approves when review.required)")
       ->check(CLI::Range(int64_t(1), INT64_MAX));
   budget->add_option("--set", opt.set, "Authorised budget in cents; refused below what is consumed")
@@ -163,17 +165,18 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
     return Exit::ok;
   });
   auto* ca = ch->add_subcommand("approve", "Approve a proposed change (not by its proposer); it applies at once");
-  ca->add_option("id", opt.id, "Change id (from activity change list)")->required();
+  ca->add_option("ID", opt.id, "Change id (from activity change list)")->required();
   add_dry_run(ca);
   on(ca, ctx, [](Ctx& c) {
     auto st = c.open_store();
     return print_change(c, live::approve(*st, opt.id, actor(c), c.now()));
   });
   auto* cr = ch->add_subcommand("reject", "Reject a proposed change");
-  cr->add_option("id", opt.id, "Change id")->required();
+  cr->add_option("ID", opt.id, "Change id")->required();
   cr->add_option("--reason", opt.reason, "Why (recorded)")->required();
   add_dry_run(cr);
   on(cr, ctx, [](Ctx& c) {
+    check_text(opt.reason, "--reason", kMaxReasonBytes, true);
     auto st = c.open_store();
     return print_change(c, live::reject(*st, opt.id, opt.reason, actor(c), c.now()));
   });

@@ -40,6 +40,9 @@ TEST_CASE("text input: a --reason or --comment that is not UTF-8 or too long is 
            {"reverse", "--biz-id", "b1", "--reason", bad, "--yes"},
            {"reverse", "--biz-id", "b1", "--reason", huge, "--yes"},
            {"activity", "approve", "txt", "--as", "product", "--comment", bad},
+           {"activity", "stock", "txt", "--prize", "p1", "--add", "1", "--reason", bad},
+           {"activity", "budget", "txt", "--raise", "100", "--reason", huge},
+           {"activity", "change", "reject", "1", "--reason", bad},
        }) {
     auto r = db.ok(args, 64);
     CAPTURE(args.at(1));
