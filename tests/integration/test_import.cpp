@@ -586,7 +586,7 @@ TEST_CASE("import: import and revoke are jobs of the runner - pause switch, job_
   db.ok({"import-qualifications", "act", "a.csv"});
   CHECK(qualified(db) == 3);
   rt::write_file(db.dir(), "r.csv", "user_id\nu1\nnobody\n");
-  db.ok({"qualification", "revoke", "act", "r.csv", "--reason", "fraud"});
+  db.ok({"qualification", "revoke", "act", "r.csv", "--reason", "fraud", "--yes"});
   auto s = db.open();
   auto runs = s->query("SELECT job, state, counts, exit_code FROM job_run ORDER BY id");
   REQUIRE(runs.size() == 2);
