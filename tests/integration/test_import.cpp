@@ -564,7 +564,7 @@ TEST_CASE("import: --expires-at and an expires_at column give qualifications an 
   CHECK(q[2].i64(1) == 1898553600000);  // u3: 2030-03-01T00:00:00Z from its cell
   CHECK(q[3].i64(1) == 1901232000000);  // u4: 2030-04-01T00:00:00Z from the option
   CHECK(json::parse(q[2].str(2)) == json{{"tier", "gold"}});
-  CHECK(last_json(db.ok({"qualification", "show", "act", "u3", "-o", "json"}))["expires_at"] == "2030-03-01T00:00:00Z");
+  CHECK(last_json(db.ok({"qualification", "show", "act", "u3", "-o", "json"}))["expires_at"] == "2030-03-01T00:00:00.000Z");
 
   // expire at 2030-02-15 expires u1 and u2 (unused, past their expiry) and nothing else
   db.ok({"expire"}, 0, {{"REWARDCTL_NOW", "2030-02-15T00:00:00Z"}});
