@@ -259,5 +259,5 @@ TEST_CASE("live: concurrent budget raises and stock adds all apply, one after th
   auto d = last_json(db.ok({"activity", "budget", "act", "--raise", "5", "--reason", "d", "--dry-run", "-o", "json"}));
   CHECK(d["id"].is_null());
   CHECK(d["message"].get<std::string>().find("change approve") == std::string::npos);
-  db.ok({"activity", "change", "list", "--activity", "nope"}, 65);
+  db.ok({"activity", "change", "list", "--activity", "nope"}, 67);  // not found, as everywhere
 }
