@@ -52,7 +52,8 @@ Exit run_claim(Ctx& ctx) {
       if (!j.contains(it.key())) j[it.key()] = it.value();
   }
   ctx.out.record(j);
-  return o.status == engine::Status::rejected ? Exit::findings : Exit::ok;
+  // rejected, and held by a fuse (a pending grant, reason held_by_fuse), exit 1
+  return o.status == engine::Status::rejected || o.status == engine::Status::held ? Exit::findings : Exit::ok;
 }
 
 Exit run_reverse(Ctx& ctx) {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "cli/context.hpp"
+#include "cli/job_common.hpp"
 #include "core/delivery/channel.hpp"
 #include "jobs/alert.hpp"
 #include "jobs/reconcile.hpp"
@@ -21,23 +21,8 @@ struct {
   std::string activity, csv, stuck_after = "1h", held_after = "24h";
   std::vector<std::string> checks;
   int64_t run_id = 0, limit = 20;
-  bool dry_run = false;
+  JobFlags job;
 } opt;
-
-// "90s", "15m", "2h", "1d" (or plain seconds) -> milliseconds. Error(usage) naming the flag.
-int64_t parse_duration_ms(const std::string& s, const std::string& flag) {
-  size_t pos = 0;
-  int64_t n = -1;
-  try {
-    n = std::stoll(s, &pos);
-  } catch (const std::exception&) {
-  }
-  std::string unit = pos < s.size() ? s.substr(pos) : "s";
-  const int64_t mult = unit == "s" ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : unit == "d" ? 86'400'000 : 0;
-  if (n < 0 || mult == 0 || n > INT64_MAX / mult / 2)
-    throw Error(Exit::usage, flag + ": '" + s + "' is not a duration such as 90s, 15m, 2h or 1d");
-  return n * mult;
-}
 
 // RFC 4180: every field quoted, quotes doubled.
 std::string csv_field(const std::string& s) {
@@ -72,25 +57,42 @@ Exit run_reconcile(Ctx& ctx) {
   rec::Options o;
   if (!opt.activity.empty()) o.activity = opt.activity;
   o.checks = rec::resolve_checks(opt.checks);
-  o.stuck_after_ms = parse_duration_ms(opt.stuck_after, "--stuck-after");
-  o.held_after_ms = parse_duration_ms(opt.held_after, "--held-after");
+  o.stuck_after_ms = jobs::parse_duration_ms(opt.stuck_after, "--stuck-after");
+  o.held_after_ms = jobs::parse_duration_ms(opt.held_after, "--held-after");
   o.operator_name = ctx.settings.operator_name;
-  o.dry_run = opt.dry_run;
+  o.dry_run = opt.job.dry_run;
   o.ledger_channels.clear();
   for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
   const auto alerts = jobs::parse_alerts(ctx.settings);  // a bad [alerts] table fails before any work
-  auto st = ctx.open_store();
-  auto rep = rec::run(*st, o, *ctx.clock);
+  // On the job runner: the lease (one reconcile at a time, never during expire), job_run, the pause
+  // switch, --metrics-textfile; each check is an item towards --limit, and --max-runtime or a signal
+  // skips the checks not yet started (the run is stored as incomplete).
+  std::optional<rec::Report> done;
+  const Exit job_exit = run_job_command(ctx, "reconcile", opt.job, [&](jobs::JobRun& run) {
+    o.more = [&run] {
+      if (!run.more()) return false;
+      run.add("checks", 1, 1);
+      return true;
+    };
+    done = rec::run(run.store(), o, run.clock());
+    run.add("diffs", int64_t(done->diffs.size()));
+    run.add("skipped_checks", int64_t(done->skipped.size()));
+    if (!done->diffs.empty()) run.set_exit(Exit::findings);
+  });
+  if (!done) return job_exit;  // paused
+  const rec::Report& rep = *done;
   print_diffs(ctx, rep.run_id, rep.diffs);
   if (!opt.csv.empty()) write_csv(opt.csv, rep.run_id, rep.diffs);
   std::string scope;
   for (auto& c : rep.checks) scope += (scope.empty() ? "" : ",") + c;
   ctx.out.record({{"type", "run"}, {"run", rep.run_id}, {"checks", scope},
                   {"activity", rep.activity ? json(*rep.activity) : json(nullptr)},
-                  {"diffs", int64_t(rep.diffs.size())}, {"state", rep.clean() ? "clean" : "diffs"},
+                  {"diffs", int64_t(rep.diffs.size())},
+                  {"state", !rep.diffs.empty() ? "diffs" : rep.skipped.empty() ? "clean" : "incomplete"},
+                  {"skipped", rep.skipped},
                   {"dry_run", rep.dry_run}, {"seconds", double(int64_t(rep.seconds * 1000)) / 1000}});
-  if (!rep.clean()) {
+  if (!rep.diffs.empty()) {
     // A summary to [alerts] webhook when one is configured: the counts per check and the first diffs.
     if (alerts) {
       json per_check = json::object(), first = json::array();
@@ -108,10 +110,15 @@ Exit run_reconcile(Ctx& ctx) {
     }
   }
   const std::string run_name = rep.run_id ? "run " + std::to_string(rep.run_id) : std::string("dry run");
+  std::string skipped;
+  for (auto& c : rep.skipped) skipped += (skipped.empty() ? "" : ",") + c;
   if (rep.clean()) spdlog::info("reconcile {}: clean ({}) in {:.2f} s", run_name, scope, rep.seconds);
+  else if (rep.diffs.empty())
+    spdlog::warn("reconcile {}: incomplete, no difference in the checks run; not run: {}", run_name, skipped);
   else
-    spdlog::error("reconcile {}: {} difference(s) ({}) in {:.2f} s", run_name, rep.diffs.size(), scope, rep.seconds);
-  return rep.clean() ? Exit::ok : Exit::findings;
+    spdlog::error("reconcile {}: {} difference(s) ({}) in {:.2f} s{}", run_name, rep.diffs.size(), scope, rep.seconds,
+                  skipped.empty() ? "" : "; not run: " + skipped);
+  return job_exit;
 }
 
 json summary_json(const rec::RunSummary& r) {
@@ -127,7 +134,7 @@ json summary_json(const rec::RunSummary& r) {
 }  // namespace
 
 void register_reconcile(CLI::App& app, Ctx& ctx) {
-  auto* rc = app.add_subcommand("reconcile", "Check that every cent and unit is accounted for; exit 1 on any difference");
+  auto* rc = app.add_subcommand("reconcile", "Job: check that every cent and unit is accounted for; exit 1 on any difference");
   rc->require_subcommand(0, 1);
   rc->add_option("--activity", opt.activity, "Only this activity (and the ledger accounts of its users)");
   rc->add_option("--checks", opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log")
@@ -135,7 +142,7 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
   rc->add_option("--stuck-after", opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
   rc->add_option("--held-after", opt.held_after, "A request held by a fuse this long is stuck (default 24h)");
   rc->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
-  rc->add_flag("--dry-run", opt.dry_run, "Run the checks, store no run");
+  add_job_options(rc, opt.job);
   rc->callback([&ctx, rc] {
     if (rc->get_subcommands().empty()) ctx.action = [&ctx] { return run_reconcile(ctx); };
   });

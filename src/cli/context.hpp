@@ -41,6 +41,7 @@ void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
 void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show | list (cmd_reconcile.cpp)
 void register_list_issue(CLI::App& app, Ctx& ctx);  // list-issue (cmd_list_issue.cpp)
+void register_fuse(CLI::App& app, Ctx& ctx);  // fuse-scan, fuse list | show | release | confirm | block | unblock
 void register_completion(CLI::App& app, Ctx& ctx);  // completion bash|zsh|fish (cmd_completion.cpp)
 // "rewardctl 0.1.0 (commit 1a2b3c4d5e6f, schema 2)": what --version prints (cmd_help.cpp).
 std::string version_line();

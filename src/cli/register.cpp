@@ -21,6 +21,7 @@ void register_all(CLI::App& app, Ctx& ctx) {
   register_jobs(app, ctx);
   register_resend(app, ctx);
   register_list_issue(app, ctx);
+  register_fuse(app, ctx);
   register_help(app, ctx);
   register_completion(app, ctx);
 }

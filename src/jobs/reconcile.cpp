@@ -59,7 +59,8 @@ std::vector<std::string> resolve_checks(const std::vector<std::string>& names) {
 }
 
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
-                             std::vector<std::pair<std::string, double>>* seconds) {
+                             std::vector<std::pair<std::string, double>>* seconds,
+                             std::vector<std::string>* skipped) {
   const auto names = resolve_checks(o.checks);
   std::string ledger;
   for (auto& c : o.ledger_channels) ledger += (ledger.empty() ? "" : ",") + c;
@@ -74,6 +75,8 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
   st.transact(store::TxMode::read, [&](store::Tx& tx) {
     diffs.clear();
     if (seconds) seconds->clear();
+    if (skipped) skipped->clear();
+    bool stop = false;
     // The checks sort and hash whole tables: give them memory rather than temporary files (for this
     // transaction on PostgreSQL; for this connection on SQLite, whose process is a short-lived job).
     if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'");
@@ -82,6 +85,11 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
       throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
     for (auto& c : check_table()) {
       if (std::find(names.begin(), names.end(), c.info.name) == names.end()) continue;
+      if (stop || (o.more && !o.more())) {
+        stop = true;
+        if (skipped) skipped->push_back(c.info.name);
+        continue;
+      }
       auto t0 = std::chrono::steady_clock::now();
       auto [sql, params] = bind_named(c.sql, values);
       spdlog::trace("reconcile check {}: {}", c.info.name, sql);
@@ -124,7 +132,7 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
     });
   }
   try {
-    rep.diffs = find_diffs(st, o, rep.started_at);
+    rep.diffs = find_diffs(st, o, rep.started_at, nullptr, &rep.skipped);
   } catch (...) {
     if (rep.run_id) {
       try {
@@ -144,7 +152,8 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             {rep.run_id, d.check, d.entity, d.key, d.expected, d.actual, d.detail, rep.finished_at});
       tx.exec("UPDATE reconcile_run SET state = $2, diff_count = $3, finished_at = $4 WHERE id = $1",
-              {rep.run_id, rep.diffs.empty() ? "clean" : "diffs", int64_t(rep.diffs.size()), rep.finished_at});
+              {rep.run_id, !rep.diffs.empty() ? "diffs" : rep.skipped.empty() ? "clean" : "incomplete",
+               int64_t(rep.diffs.size()), rep.finished_at});
     });
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

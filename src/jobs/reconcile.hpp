@@ -8,6 +8,7 @@
 // A run is stored (reconcile_run + one reconcile_diff row per difference) so that the differences
 // stay inspectable (`reconcile show RUN`) after the terminal scrolled away.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct Options {
   std::vector<std::string> ledger_channels{"ledger"};  // channels of type ledger (config [channels.*])
   std::string operator_name = "rewardctl";
   bool dry_run = false;                 // run the checks, store nothing (run id 0)
+  // Asked before each check: false skips it and every later one (the job runner's --limit,
+  // --max-runtime and signals; a check's query itself is never cut short by this). Empty: all run.
+  std::function<bool()> more;
 };
 
 struct Report {
@@ -57,7 +61,8 @@ struct Report {
   Millis started_at = 0, finished_at = 0;
   double seconds = 0;
   bool dry_run = false;
-  bool clean() const { return diffs.empty(); }
+  std::vector<std::string> skipped;  // checks not run because `more` said stop: the run is incomplete
+  bool clean() const { return diffs.empty() && skipped.empty(); }
 };
 
 // Validates the check names: Error(usage) naming an unknown one and listing the known ones.
@@ -65,11 +70,14 @@ std::vector<std::string> resolve_checks(const std::vector<std::string>& names);
 
 // Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
 // `seconds`, when given, receives each check's time, in order.
+// `skipped`, when given, receives the checks that `o.more` stopped.
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
-                             std::vector<std::pair<std::string, double>>* seconds = nullptr);
+                             std::vector<std::pair<std::string, double>>* seconds = nullptr,
+                             std::vector<std::string>* skipped = nullptr);
 
 // Runs the checks and stores the run with its diffs (unless dry_run). The run row is written first
-// (state running), so a run killed half-way is visible as running, never as clean.
+// (state running), so a run killed half-way is visible as running, never as clean; a run whose
+// later checks were skipped (o.more) ends "incomplete" when it found nothing, "diffs" otherwise.
 Report run(store::Store& st, const Options& o, const Clock& clock);
 
 struct RunSummary {

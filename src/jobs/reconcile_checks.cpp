@@ -154,7 +154,8 @@ const std::string kStuck =
 // (lead); only last rows and broken links go on, each looking its record up by primary key (a
 // broken link that is not a last row has a negative join id and finds nothing: it looks its key up
 // alone, it is rare). Records without any row are found by an anti-join on the log's index.
-const std::string kLoggedEntities = "('grant', 'activity', 'qualification', 'resend_bill', 'import_run')";
+const std::string kLoggedEntities =
+    "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event')";
 const std::string kBroken =
     "coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') AND NOT (lg.n = 1 AND lg.entity = 'qualification')";
 // The key of a logged record that is in scope (NULL when it is missing or outside --activity).
@@ -167,9 +168,11 @@ const std::string kKeyOf =
     "WHEN 'resend_bill' THEN (SELECT r.bill_no FROM resend_bill r JOIN grants g ON g.id = r.grant_id "
     "WHERE r.id = x.entity_id AND g.activity_id IN " + kActIds + ") "
     "WHEN 'import_run' THEN (SELECT i.import_id FROM import_run i WHERE i.id = x.entity_id AND i.activity_id IN " +
+    kActIds + ") "
+    "WHEN 'fuse_event' THEN (SELECT f.batch_no FROM fuse_event f WHERE f.id = x.entity_id AND f.activity_id IN " +
     kActIds + ") END";
 // The current state of x's record, from the primary-key lookups below.
-const std::string kCur = "coalesce(cg.state, ca.state, cq.status, cr.state, ci.state)";
+const std::string kCur = "coalesce(cg.state, ca.state, cq.status, cr.state, ci.state, cf.state)";
 const std::string kInScope = "(CAST(:activity AS TEXT) IS NULL OR " + kKeyOf + " IS NOT NULL)";
 std::string no_log_rows(const std::string& entity, const std::string& from_where_key, const std::string& alias) {
   return " UNION ALL SELECT '" + entity + "', " + from_where_key + " AND NOT EXISTS (SELECT 1 FROM status_log l WHERE "
@@ -197,6 +200,7 @@ const std::string kStatusLog =
     "LEFT JOIN qualification cq ON x.entity = 'qualification' AND cq.id = x.join_id "
     "LEFT JOIN resend_bill cr ON x.entity = 'resend_bill' AND cr.id = x.join_id "
     "LEFT JOIN import_run ci ON x.entity = 'import_run' AND ci.id = x.join_id "
+    "LEFT JOIN fuse_event cf ON x.entity = 'fuse_event' AND cf.id = x.join_id "
     "WHERE (x.broken = 1 AND " + kInScope + ") "
     "OR (x.last = 1 AND " + kCur + " IS NULL AND CAST(:activity AS TEXT) IS NULL) "
     "OR (x.last = 1 AND x.to_state <> " + kCur + " AND " + kInScope + ")" +
@@ -207,7 +211,9 @@ const std::string kStatusLog =
     no_log_rows("resend_bill", "r.bill_no, 'a log row', r.state, 'no status-log row at all', NULL FROM resend_bill r "
                 "JOIN grants g ON g.id = r.grant_id WHERE g.activity_id IN " + kActIds, "r") +
     no_log_rows("import_run", "i.import_id, 'a log row', i.state, 'no status-log row at all', NULL FROM import_run i "
-                "WHERE i.activity_id IN " + kActIds, "i");
+                "WHERE i.activity_id IN " + kActIds, "i") +
+    no_log_rows("fuse_event", "f.batch_no, 'a log row', f.state, 'no status-log row at all', NULL FROM fuse_event f "
+                "WHERE f.activity_id IN " + kActIds, "f");
 
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},

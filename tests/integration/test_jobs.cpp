@@ -97,7 +97,7 @@ TEST_CASE("jobs: paused by the config or by the stop file, every job prints paus
   const int64_t before = changes(db);
   SUBCASE("jobs.paused = true") {
     std::string cfg = rt::write_file(db.dir(), "rewardctl.toml", "[jobs]\npaused = true\n");
-    for (auto job : {"expire", "resend"}) {
+    for (auto job : {"expire", "resend", "fuse-scan", "reconcile"}) {
       auto r = db.ok({"--config", cfg, job}, 0);
       CHECK(r.out.find("paused") != std::string::npos);
       auto j = last(db.ok({"--config", cfg, job, "-o", "json"}, 0));

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <set>
 
+#include "core/audit.hpp"
 #include "core/engine/activity_gate.hpp"
 #include "core/engine/budget.hpp"
 #include "core/engine/catalog.hpp"
 #include "core/engine/grant_row.hpp"
+#include "core/engine/held.hpp"
 #include "core/engine/idempotency.hpp"
 #include "core/engine/limits.hpp"
 #include "core/engine/prize_selection.hpp"
@@ -29,12 +31,18 @@ struct ClaimRun {
   store::Tx& tx;
   Millis now;
   GrantView g;
+  // Releasing a held grant (held.hpp): its id and record code; the pending row is adopted instead of
+  // a new one inserted. 0 for a claim.
+  int64_t held_id = 0;
+  std::string held_code;
+  // The blocked prize that made the last candidate fail with held_by_fuse (the claim is then held).
+  std::optional<int64_t> blocked_prize;
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
     auto gate = read_gate(tx, r.activity, r.user, r.biz_id);
     // 1. idempotency, answered by the same round trip: a replay has no second effect.
-    if (gate && gate->replay_grant_id) throw TwinWon{};
+    if (gate && gate->replay_grant_id && *gate->replay_grant_id != held_id) throw TwinWon{};
     if (!gate) {
       if (twin_committed(tx, r.biz_id)) throw TwinWon{};
       throw Rejection{"not_found"};
@@ -70,6 +78,7 @@ struct ClaimRun {
       }
       if (blocked.count(p.id)) {
         last = "held_by_fuse";
+        blocked_prize = p.id;
         continue;
       }
       if (fallback_left) tx.exec_script("SAVEPOINT candidate");
@@ -104,7 +113,7 @@ struct ClaimRun {
 
     // 7. the grant (init) and its status log; the unique biz_id decides between concurrent twins
     NewGrant ng;
-    ng.record_code = new_id("R", now);
+    ng.record_code = held_id ? held_code : new_id("R", now);
     ng.biz_id = r.biz_id;
     ng.activity_id = cat.id;
     ng.prize_id = p.id;
@@ -121,10 +130,14 @@ struct ClaimRun {
     if (p.validity_days) ng.expires_at = now + *validity_ms;
     ng.actor = e.opts_.actor;
     ng.why = degraded_from ? "draw degraded to consolation" : cat.kind == "lottery" ? "draw" : "claim";
+    if (held_id) ng.why = "released from a fuse hold: " + ng.why;
     g = GrantView{};
     g.record_code = ng.record_code;
-    auto id = insert_grant(tx, ng, now);
-    if (!id) throw TwinWon{};
+    auto id = held_id ? adopt_held(ng) : insert_grant(tx, ng, now);
+    if (!id) {
+      if (held_id) throw HeldGone{};
+      throw TwinWon{};
+    }
     g.id = *id;
     if (qual_id) log_qualification_used(tx, *qual_id, e.opts_.actor, g.record_code, now);
 
@@ -154,11 +167,23 @@ struct ClaimRun {
     if (degraded_from) g.degraded_from = degraded_from->code;
     g.created_at = g.updated_at = now;
   }
+
+  // pending -> init for the held grant, with what the flow chose; nullopt when it is no longer
+  // pending (another release or a confirm won).
+  std::optional<int64_t> adopt_held(const NewGrant& ng) {
+    if (!transition(tx, "grants", "grant", held_id, "pending", "init", ng.actor, ng.why, now,
+                    ", prize_id = $5, amount = $6, cost_cents = $7, bucket = $8, draw_value = $9, pool_version = $10, "
+                    "degraded_from = $11, channel = $12, expires_at = $13, reason = NULL",
+                    {ng.prize_id, ng.amount, ng.cost_cents, ng.bucket, store::opt(ng.draw_value),
+                     store::opt(ng.pool_version), store::opt(ng.degraded_from), ng.channel, store::opt(ng.expires_at)}))
+      return std::nullopt;
+    return held_id;
+  }
 };
 
 StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) {
   StepResult step;
-  ClaimRun run{*this, r, tx, now, {}};
+  ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt};
   try {
     run.run();
     step.kind = StepResult::granted;
@@ -172,11 +197,19 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) 
     } else {
       step.kind = StepResult::rejected;
       step.reason = rej.reason;
+      step.blocked_prize = run.blocked_prize;
     }
   } catch (const TwinWon&) {
     step.kind = StepResult::twin;
   }
   return step;
+}
+
+GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
+                         const std::string& record_code) {
+  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt};
+  run.run();
+  return run.g;
 }
 
 ClaimOutcome Engine::claim(const ClaimRequest& r) {
@@ -193,6 +226,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   };
   bool twin = false;
   std::optional<GrantView> granted;
+  std::optional<int64_t> blocked_prize;
   try {
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       twin = false;
@@ -205,6 +239,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
       } else {
         twin = step.kind == StepResult::twin;
         out.reason = step.reason;
+        blocked_prize = step.blocked_prize;
         tx.rollback_only();
       }
     });
@@ -219,6 +254,16 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
     // A retry after a crash between the claim's commit and its delivery finishes the delivery.
     if (out.status == Status::replayed && g->state == "init" && r.deliver && !r.dry_run) deliver_after_commit(out);
     return finish();
+  }
+  if (!granted && out.reason == "held_by_fuse") {
+    // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp)
+    if (hold(r, now, blocked_prize, out)) return finish();
+    // the event was released between the claim's transaction and the hold: claim again, once
+    if (!r.retried_after_release) {
+      ClaimRequest again = r;
+      again.retried_after_release = true;
+      return claim(again);
+    }
   }
   if (!granted) {
     out.status = Status::rejected;

@@ -14,6 +14,7 @@ const char* status_name(Status s) {
     case Status::granted: return "granted";
     case Status::replayed: return "replayed";
     case Status::rejected: return "rejected";
+    case Status::held: return "held";
   }
   return "?";
 }

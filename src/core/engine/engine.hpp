@@ -40,17 +40,19 @@ struct ClaimRequest {
   std::optional<int64_t> list_item_id;
   bool deliver = true;                // false: stop after commit (the caller delivers later)
   bool dry_run = false;               // run every check and write, then roll back; no delivery
+  bool retried_after_release = false; // (internal) the claim already ran again after a fuse let go
 };
 
-enum class Status { granted, replayed, rejected };
+// held: a fuse blocks the prize or activity; the request is kept as a pending grant (held.hpp)
+enum class Status { granted, replayed, rejected, held };
 const char* status_name(Status s);
 
 struct ClaimOutcome {
   Status status = Status::rejected;
   std::string reason;  // for rejected: not_found, not_live, not_started, ended, paused, not_in_gray_list,
                        // not_qualified, qualification_used, blacklisted, limit_reached, sold_out,
-                       // budget_exhausted, held_by_fuse, biz_id_conflict
-  std::optional<GrantView> grant;
+                       // budget_exhausted, held_by_fuse, biz_id_conflict; for held: held_by_fuse
+  std::optional<GrantView> grant;  // granted, replayed, held: the grant (held: state pending)
   bool dry_run = false;  // granted would have happened; nothing was kept
   int64_t duration_us = 0;
 };
@@ -71,6 +73,7 @@ struct EngineOptions {
   int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
 };
 
+struct HeldResult;       // what became of a held grant (held.hpp)
 struct ActivityCatalog;  // cached static configuration of one activity version (engine internals)
 
 // The result of steps 1-8 for one request inside a caller's transaction (Engine::claim_step).
@@ -78,6 +81,7 @@ struct StepResult {
   enum Kind { granted, rejected, twin } kind = rejected;
   std::string reason;  // rejected: the reason code
   GrantView grant;     // granted: the new grant (state init)
+  std::optional<int64_t> blocked_prize;  // rejected held_by_fuse: the blocked prize (none: the activity)
 };
 
 class Engine {
@@ -89,6 +93,9 @@ class Engine {
   // Step 9 for one grant: moves init|delayed_resend -> issuing (only the winner of that move
   // delivers), persists or reuses the bill number, calls the channel, records the outcome.
   DeliveryOutcome deliver(int64_t grant_id);
+  // Decides one held grant (held.hpp) by sending it through steps 2-8 again, then delivers it when
+  // granted. dry_run: the same steps, rolled back; result would_grant or would_reject.
+  HeldResult release_held(int64_t grant_id, bool dry_run);
 
   // Steps 1-8 of the common flow for several requests inside the caller's transaction tx: many
   // grants per commit (list-issue). Each request runs under its own savepoint, so a rejection undoes
@@ -114,6 +121,9 @@ class Engine {
   StepResult claim_step(store::Tx& tx, const ClaimRequest& r, Millis now);
   struct Phase1;  // deliver.cpp
   bool deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p);
+  // Records r as a pending grant held by the open event that blocks it (activity-wide, or
+  // blocked_prize's). False when no event blocks it any more (the caller claims again).
+  bool hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, ClaimOutcome& out);
   std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
                                                  int64_t version);
   void deliver_after_commit(ClaimOutcome& out);

@@ -21,7 +21,8 @@ struct TwinWon {};
 bool twin_committed(store::Session& s, const std::string& biz_id, int64_t own_grant_id = 0);
 
 // The answer to a request whose biz_id already has grant g: replayed (with g) when g is the same
-// user's in the same activity, otherwise rejected with biz_id_conflict.
+// user's in the same activity (held, reason held_by_fuse, when g is still held by a fuse), otherwise
+// rejected with biz_id_conflict.
 void answer_replay(const ClaimRequest& r, const GrantView& g, ClaimOutcome& out);
 
 }  // namespace rc::engine

@@ -1,0 +1,205 @@
+// fuse-scan | fuse list | fuse show | fuse release | fuse confirm | fuse block | fuse unblock
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "cli/engine_setup.hpp"
+#include "cli/job_common.hpp"
+#include "core/engine/engine.hpp"
+#include "jobs/alert.hpp"
+#include "jobs/fuse.hpp"
+
+namespace rc::cli {
+namespace {
+
+namespace fz = jobs::fuse;
+
+struct {
+  std::string event, state, reason, activity, prize;
+  bool dry_run = false, false_alarm = false;
+  JobFlags job;
+} opt;
+
+json event_json(const fz::Event& e) {
+  json j{{"event", e.batch_no},
+         {"id", e.id},
+         {"activity", e.activity},
+         {"prize", e.prize.empty() ? json(nullptr) : json(e.prize)},
+         {"rule", e.rule},
+         {"kind", e.kind},
+         {"state", e.state},
+         {"decision", e.decision.empty() ? json(nullptr) : json(e.decision)},
+         {"observed_count", e.observed.count},
+         {"observed_amount", e.observed.amount},
+         {"compare_count", e.compare.count},
+         {"compare_amount", e.compare.amount},
+         {"threshold", e.threshold ? json(*e.threshold) : json(nullptr)},
+         {"reason", e.reason},
+         {"created_at", format_utc(e.created_at)}};
+  if (e.window_to) {
+    j["window_from"] = format_utc(e.window_from);
+    j["window_to"] = format_utc(e.window_to);
+  }
+  if (!e.decided_by.empty()) j["decided_by"] = e.decided_by;
+  if (!e.decision_reason.empty()) j["decision_reason"] = e.decision_reason;
+  if (e.decided_at) j["decided_at"] = format_utc(*e.decided_at);
+  return j;
+}
+
+const std::vector<Column> kEventCols = {{"event", "EVENT"},       {"activity", "ACTIVITY"}, {"prize", "PRIZE"},
+                                        {"rule", "RULE"},         {"kind", "KIND"},         {"state", "STATE"},
+                                        {"decision", "DECISION"}, {"observed_count", "COUNT"},
+                                        {"observed_amount", "AMOUNT"}, {"created_at", "AT"}};
+
+Exit run_scan(Ctx& ctx) {
+  const auto alerts = jobs::parse_alerts(ctx.settings);  // a bad [alerts] table fails before any work
+  fz::ScanOptions o;
+  if (alerts)
+    o.on_trip = [&](const fz::Event& e) {
+      auto body = event_json(e);
+      body["alert"] = "fuse_tripped";
+      jobs::post_alert(*alerts, [](const char* n) { return std::getenv(n); }, body);
+    };
+  std::vector<json> trips;
+  auto rc = run_job_command(ctx, "fuse-scan", opt.job, [&](jobs::JobRun& run) {
+    for (auto& e : fz::scan(run, o).trips) trips.push_back(event_json(e));
+  });
+  if (!trips.empty()) ctx.out.rows(kEventCols, trips, "trip");
+  return rc;
+}
+
+Exit decided(Ctx& ctx, const fz::Decision& d) {
+  auto j = event_json(d.event);
+  j["changed"] = d.changed;
+  j["message"] = d.message;
+  j["dry_run"] = opt.dry_run;
+  const auto& h = d.held;
+  j["held"] = {{"pending", h.held},       {"granted", h.granted}, {"rejected", h.rejected},
+               {"still_held", h.still_held}, {"cancelled", h.cancelled}, {"decided_elsewhere", h.decided},
+               {"rejected_reasons", h.reasons}};
+  ctx.out.record(j);
+  spdlog::info("{}", d.message);
+  return Exit::ok;
+}
+
+// The operator's words, checked at the edge before the database is opened (exit 64).
+// `on_event`: the command names an EVENT (release, confirm), otherwise an ACTIVITY (block, unblock).
+void check_inputs(bool on_event, bool reason_required) {
+  if (on_event) check_text(opt.event, "EVENT", kMaxNameBytes, true);
+  else check_text(opt.activity, "ACTIVITY", kMaxNameBytes, true);
+  check_text(opt.prize, "--prize", kMaxNameBytes, false);
+  check_text(opt.reason, "--reason", kMaxReasonBytes, reason_required);
+}
+
+std::optional<std::string> prize_opt() {
+  if (opt.prize.empty()) return std::nullopt;
+  return opt.prize;
+}
+
+}  // namespace
+
+void register_fuse(CLI::App& app, Ctx& ctx) {
+  auto* scan = app.add_subcommand("fuse-scan", "Job: evaluate every fuse rule; a trip blocks the prize or activity and alerts (exit 1)");
+  add_job_options(scan, opt.job);
+  scan->callback([&ctx] { ctx.action = [&ctx] { return run_scan(ctx); }; });
+
+  auto* fuse = app.add_subcommand("fuse", "Fuse events: list, show, release, confirm; manual block/unblock")
+                   ->require_subcommand(1);
+  auto* list = fuse->add_subcommand("list", "Fuse events, newest first");
+  list->add_option("--state", opt.state, "Only tripped or released events")
+      ->check(CLI::IsMember({"tripped", "released"}));
+  list->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      std::optional<std::string> s;
+      if (!opt.state.empty()) s = opt.state;
+      std::vector<json> rows;
+      for (auto& e : fz::list_events(st->autocommit(), s)) rows.push_back(event_json(e));
+      ctx.out.rows(kEventCols, rows, "event");
+      return Exit::ok;
+    };
+  });
+  auto* show = fuse->add_subcommand("show", "One event, the figures that tripped it, and the requests it held");
+  show->add_option("EVENT", opt.event, "Batch number (or id)")->required();
+  show->callback([&ctx] {
+    ctx.action = [&ctx] {
+      auto st = ctx.open_store();
+      auto e = fz::find_event(st->autocommit(), opt.event);
+      if (!e) throw Error(Exit::data, "no fuse event '" + opt.event + "' (see fuse list)");
+      // the requests it held and what became of each, then the event itself
+      std::vector<json> rows;
+      for (auto& h : fz::held_requests(st->autocommit(), e->id))
+        rows.push_back({{"record_code", h.record_code}, {"user", h.user}, {"biz_id", h.biz_id}, {"state", h.state},
+                        {"reason", h.reason}, {"held_at", format_utc(h.created_at)},
+                        {"updated_at", format_utc(h.updated_at)}});
+      if (!rows.empty())
+        ctx.out.rows({{"record_code", "RECORD"}, {"user", "USER"}, {"biz_id", "BIZ_ID"}, {"state", "STATE"},
+                      {"reason", "REASON"}, {"held_at", "HELD AT"}},
+                     rows, "held");
+      auto j = event_json(*e);
+      if (ctx.out.json_mode()) j["type"] = "event";
+      j["held_requests"] = int64_t(rows.size());
+      ctx.out.record(j);
+      return Exit::ok;
+    };
+  });
+  auto* rel = fuse->add_subcommand("release",
+                                   "A false alarm: unblock the prize or activity; its held requests are claimed again");
+  rel->add_option("EVENT", opt.event, "Batch number (or id)")->required();
+  rel->add_flag("--false-alarm", opt.false_alarm, "Required: the operator's statement that the trip was a false alarm");
+  rel->add_option("--reason", opt.reason, "Why (recorded)");
+  rel->add_flag("--dry-run", opt.dry_run, "Report what would change; change nothing");
+  rel->callback([&ctx] {
+    ctx.action = [&ctx] {
+      if (!opt.false_alarm) throw Error(Exit::usage, "fuse release needs --false-alarm (use fuse confirm to keep it blocked)");
+      check_inputs(true, false);
+      auto st = ctx.open_store();
+      engine::Engine eng(*st, *ctx.clock, engine_options(ctx));
+      return decided(ctx, fz::release(eng, opt.event, opt.reason.empty() ? "false alarm" : opt.reason,
+                                      ctx.settings.operator_name, ctx.now(), opt.dry_run));
+    };
+  });
+  auto* conf = fuse->add_subcommand("confirm",
+                                    "A real incident: the prize or activity stays blocked; its held requests are cancelled");
+  conf->add_option("EVENT", opt.event, "Batch number (or id)")->required();
+  conf->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  conf->add_flag("--dry-run", opt.dry_run, "Report what would change; change nothing");
+  conf->callback([&ctx] {
+    ctx.action = [&ctx] {
+      check_inputs(true, true);
+      auto st = ctx.open_store();
+      return decided(ctx, fz::confirm(*st, opt.event, opt.reason, ctx.settings.operator_name, ctx.now(), opt.dry_run));
+    };
+  });
+  auto* blk = fuse->add_subcommand("block", "Manual kill switch: block an activity or one prize now");
+  blk->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  blk->add_option("--prize", opt.prize, "Only this prize");
+  blk->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  blk->add_flag("--dry-run", opt.dry_run, "Report what would change; change nothing");
+  blk->callback([&ctx] {
+    ctx.action = [&ctx] {
+      check_inputs(false, true);
+      auto st = ctx.open_store();
+      return decided(ctx, fz::block(*st, opt.activity, prize_opt(), opt.reason, ctx.settings.operator_name, ctx.now(),
+                                    opt.dry_run));
+    };
+  });
+  auto* ub = fuse->add_subcommand("unblock",
+                                  "Release every open event on an activity or one prize; their held requests are claimed again");
+  ub->add_option("ACTIVITY", opt.activity, "Activity code")->required();
+  ub->add_option("--prize", opt.prize, "Only this prize");
+  ub->add_option("--reason", opt.reason, "Why (recorded)")->required();
+  ub->add_flag("--dry-run", opt.dry_run, "Report what would change; change nothing");
+  ub->callback([&ctx] {
+    ctx.action = [&ctx] {
+      check_inputs(false, true);
+      auto st = ctx.open_store();
+      engine::Engine eng(*st, *ctx.clock, engine_options(ctx));
+      return decided(ctx, fz::unblock(eng, opt.activity, prize_opt(), opt.reason, ctx.settings.operator_name,
+                                      ctx.now(), opt.dry_run));
+    };
+  });
+}
+
+}  // namespace rc::cli

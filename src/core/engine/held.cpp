@@ -1,0 +1,188 @@
+// Held requests: recording a claim a fuse stops (Engine::hold), and deciding one later
+// (Engine::release_held, cancel_held). See held.hpp for the contract.
+#include "core/engine/held.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/audit.hpp"
+#include "core/engine/idempotency.hpp"
+#include "core/engine/rejection.hpp"
+#include "util/hash.hpp"
+
+namespace rc::engine {
+
+std::optional<int64_t> blocking_event(store::Session& s, int64_t activity_id, std::optional<int64_t> prize_id) {
+  // FOR SHARE (PostgreSQL): a release's UPDATE of the event waits for the transaction that holds a
+  // request under it, so the release's pass over the held requests, after its commit, sees that
+  // request; and a hold that waited for a release re-reads the event as released and finds nothing.
+  // (SQLite serializes the two write transactions anyway.)
+  auto r = s.query(
+      "SELECT id FROM fuse_event WHERE activity_id = $1 AND state = 'tripped' AND "
+      "(prize_id IS NULL OR prize_id = $2) ORDER BY CASE WHEN prize_id IS NULL THEN 0 ELSE 1 END, id LIMIT 1" +
+          std::string(s.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
+      {activity_id, store::opt(prize_id)});
+  if (r.empty()) return std::nullopt;
+  return r[0].i64(0);
+}
+
+std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t after, int64_t limit) {
+  auto r = s.query("SELECT id FROM grants WHERE fuse_event_id = $1 AND state = 'pending' AND id > $2 ORDER BY id LIMIT $3",
+                   {event_id, after, limit});
+  std::vector<int64_t> out;
+  for (auto& row : r.rows) out.push_back(row.i64(0));
+  return out;
+}
+
+int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reason, const std::string& actor, Millis now) {
+  auto moved = s.query(
+      "UPDATE grants SET state = 'cancelled', reason = $1, updated_at = $2 WHERE fuse_event_id = $3 AND state = 'pending' "
+      "RETURNING id",
+      {"fuse_confirmed: " + reason, now, event_id});
+  for (auto& row : moved.rows)
+    log_status(s, {"grant", row.i64(0), std::string("pending"), "cancelled", actor, "fuse confirmed: " + reason,
+                   std::nullopt},
+               now);
+  return int64_t(moved.size());
+}
+
+bool Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, ClaimOutcome& out) {
+  bool held = false, twin = false;
+  std::optional<int64_t> grant_id;
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    held = twin = false;
+    grant_id.reset();
+    auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
+    if (a.empty()) return tx.rollback_only();
+    const int64_t activity_id = a[0].i64(0);
+    auto ev = blocking_event(tx, activity_id, blocked_prize);
+    if (!ev) return tx.rollback_only();
+    held = true;
+    if (r.dry_run) return tx.rollback_only();
+    // The prize the caller asked for, so that the release replays the same request.
+    std::optional<int64_t> asked;
+    if (r.prize) {
+      auto p = tx.query("SELECT id FROM prize WHERE activity_id = $1 AND code = $2", {activity_id, *r.prize});
+      if (!p.empty()) asked = p[0].i64(0);
+    }
+    auto ins = tx.query(
+        "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, source, "
+        "list_item_id, reason, fuse_event_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 0, 0, 'pending', $6, "
+        "$7, 'held_by_fuse', $8, $9, $9) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
+        {new_id("R", now), r.biz_id, activity_id, store::opt(asked), r.user, store::opt(r.source),
+         store::opt(r.list_item_id), *ev, now});
+    if (ins.empty()) {
+      twin = true;  // a twin with this biz_id committed first
+      return tx.rollback_only();
+    }
+    grant_id = ins[0].i64(0);
+    log_status(tx, {"grant", *grant_id, std::nullopt, "pending", opts_.actor, "held_by_fuse", std::nullopt}, now);
+  });
+  if (!held) return false;
+  out.reason = "held_by_fuse";
+  if (r.dry_run) {
+    out.status = Status::held;
+    out.dry_run = true;
+    return true;
+  }
+  auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
+  if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " was held but its grant is gone: try again");
+  if (twin) {
+    out.reason.clear();
+    answer_replay(r, *g, out);
+  } else {
+    out.status = Status::held;
+    out.grant = g;
+  }
+  return true;
+}
+
+HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
+  HeldResult res;
+  auto h = st_.query(
+      "SELECT g.record_code, g.biz_id, a.code, p.code, g.user_id, g.source, g.list_item_id, g.state, g.activity_id, "
+      "g.prize_id FROM grants g JOIN activity a ON a.id = g.activity_id LEFT JOIN prize p ON p.id = g.prize_id "
+      "WHERE g.id = $1",
+      {grant_id});
+  if (h.empty()) throw Error(Exit::internal, "held grant " + std::to_string(grant_id) + " not found");
+  const auto& x = h[0];
+  res.record_code = x.str(0);
+  res.state = x.str(7);
+  if (res.state != "pending") {
+    res.result = "decided";
+    return res;
+  }
+  ClaimRequest r;
+  r.biz_id = x.str(1);
+  r.activity = x.str(2);
+  if (!x.is_null(3)) r.prize = x.str(3);
+  r.user = x.str(4);
+  r.source = x.opt_str(5);
+  r.list_item_id = x.opt_i64(6);
+  r.dry_run = dry_run;
+  const int64_t activity_id = x.i64(8);
+  const Millis now = clock_.now_ms();
+
+  std::optional<GrantView> granted;
+  std::string why;
+  bool gone = false;
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    granted.reset();
+    why.clear();
+    gone = false;
+    try {
+      granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code);
+      if (dry_run) tx.rollback_only();
+    } catch (const Rejection& rej) {
+      why = rej.reason;
+      tx.rollback_only();
+    } catch (const HeldGone&) {
+      gone = true;
+      tx.rollback_only();
+    }
+  });
+  if (gone) {
+    res.result = "decided";
+    res.state = current_state(st_.autocommit(), grant_id);
+    return res;
+  }
+  if (granted) {
+    res.result = dry_run ? "would_grant" : "granted";
+    res.state = "init";
+    if (!dry_run) {
+      ClaimOutcome o;
+      o.grant = granted;
+      deliver_after_commit(o);
+      res.state = o.grant->state;
+    }
+    return res;
+  }
+  res.reason = why;
+  if (dry_run) {
+    res.result = why == "held_by_fuse" ? "still_held" : "would_reject";
+    return res;
+  }
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    res.result = "decided";
+    if (why == "held_by_fuse") {
+      // Another open event still blocks it: it stays held, by that event (no state change).
+      auto ev = blocking_event(tx, activity_id, x.opt_i64(9));
+      if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
+                        {*ev, now, grant_id}) == 1) {
+        res.result = "still_held";
+        res.reason = "held_by_fuse";
+        return;
+      }
+      why = "held_by_fuse";
+    }
+    // The world changed while it was held: rejected with the claim's reason, once.
+    if (transition(tx, "grants", "grant", grant_id, "pending", "invalid", opts_.actor,
+                   "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why}))
+      res.result = "rejected";
+  });
+  res.state = current_state(st_.autocommit(), grant_id);
+  spdlog::info("held record={} result={}{} state={}", res.record_code, res.result,
+               res.reason.empty() ? "" : " reason=" + res.reason, res.state);
+  return res;
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,59 @@
+#pragma once
+// Held requests, not lost requests (rule 4, the fuse). While a fuse event blocks a prize or a whole
+// activity, a claim that the fuse stops is recorded as a grant in state `pending` with reason
+// `held_by_fuse` and the event's id on it (grants.fuse_event_id). It has taken nothing: no stock,
+// no budget, no limit count, no qualification, and it has no amount yet. The answer is `held`
+// with its record code; a retry with the same biz_id returns the same held grant (rule 1).
+//
+// The operator decides per event (jobs/fuse.hpp):
+//   release (false alarm)  each held grant goes through the common flow again (activity, qualification,
+//                          limit, selection, budget, stock: steps 2-8, the same code as a claim) inside
+//                          one transaction that also moves it pending -> init, then it is delivered;
+//                          when the world changed meanwhile it goes pending -> invalid with the reason
+//                          (sold_out, limit_reached, ended, ...); when another open event still blocks
+//                          it, it stays pending and is handed to that event;
+//   confirm (real incident) pending -> cancelled with the operator's reason.
+// Every move is one conditional UPDATE ... WHERE state = 'pending' plus its status-log row in one
+// transaction, so two releases (or a release and a confirm) running at once move each grant once.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/clock.hpp"
+#include "core/engine/engine.hpp"
+#include "core/store/store.hpp"
+
+namespace rc::engine {
+
+// What became of one held grant.
+struct HeldResult {
+  std::string record_code;
+  std::string result;  // granted | rejected | still_held | cancelled | decided (someone else moved it first)
+                       // | would_grant | would_reject (dry run)
+  std::string reason;  // rejected: the claim's reason word; still_held: the event that now holds it
+  std::string state;   // the grant's state afterwards
+};
+
+// Thrown inside a release's transaction when the held grant is no longer pending: another process
+// decided it first. The transaction rolls back; nothing of this attempt survives.
+struct HeldGone {};
+
+// The open event that blocks `prize_id` (or, without one, the whole activity) now: an activity-wide
+// event first, then the prize's own, oldest first. nullopt when nothing blocks it.
+std::optional<int64_t> blocking_event(store::Session& s, int64_t activity_id, std::optional<int64_t> prize_id);
+
+// The pending grants held by `event_id`, oldest first, at most `limit`, after id `after`.
+std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t after, int64_t limit);
+
+// pending -> cancelled for every grant held by `event_id` (one UPDATE ... WHERE state = 'pending'
+// RETURNING id, and one status-log row for each row it moved). Returns how many it moved.
+// REQUIRES: called inside a write transaction.
+int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reason, const std::string& actor, Millis now);
+
+// Steps 2-8 of the common flow for the held grant `held_id` (record `record_code`) inside tx, adopting
+// the pending row (pending -> init) instead of inserting one. Returns the granted grant. Throws
+// Rejection (the world changed), HeldGone (already decided). Defined in claim.cpp, next to the flow.
+GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
+                         const std::string& record_code);
+
+}  // namespace rc::engine

@@ -1,0 +1,269 @@
+// Held requests: a claim on a prize or activity a fuse blocks becomes a pending grant that takes
+// nothing and answers held (a retry returns the same grant); fuse release sends each through the
+// claim flow again (granted, or rejected with the reason when the world changed), fuse confirm
+// cancels them; each held grant is moved exactly once, also by two releases at once. The oracle
+// (reconcile at the end of each test) proves stock, budget and limits count held grants as nothing.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+
+#include "support/jobs.hpp"
+#include "support/seed.hpp"
+
+using namespace rt;
+using nlohmann::json;
+
+namespace {
+
+json claim_cli(const TestDb& db, const std::string& user, const std::string& biz, int expect,
+               const std::string& activity = "act") {
+  auto r = db.ok({"claim", activity, "--user", user, "--biz-id", biz, "-o", "json"}, expect);
+  return json::parse(lines(r.out).at(0));
+}
+
+std::string block(const TestDb& db, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a{"fuse", "block", "act", "--reason", "wrong amount", "-o", "json"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return json::parse(db.ok(a).out)["event"];
+}
+
+int64_t remain(const TestDb& db) { return db.count("SELECT coalesce(sum(remain), 0) FROM stock"); }
+
+}  // namespace
+
+TEST_CASE("fuse held: a blocked prize holds the claim as a pending grant that takes nothing and a retry returns it") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.limit = 1;
+  s.budget = 100000;
+  seed(db, s);
+  std::string ev = block(db, {"--prize", "p1"});
+  auto h = claim_cli(db, "u1", "b1", 1);
+  CHECK(h["outcome"] == "held");
+  CHECK(h["reason"] == "held_by_fuse");
+  CHECK(h["state"] == "pending");
+  std::string code = h["record_code"];
+  CHECK_FALSE(code.empty());
+  auto again = claim_cli(db, "u1", "b1", 1);
+  CHECK(again["outcome"] == "held");
+  CHECK(again["record_code"] == code);
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN fuse_event e ON e.id = g.fuse_event_id "
+                 "WHERE g.state = 'pending' AND g.reason = 'held_by_fuse' AND e.batch_no = $1",
+                 {ev}) == 1);
+  // nothing taken: stock, budget, limit counters
+  CHECK(remain(db) == 100);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 0);
+  CHECK(db.count("SELECT count(*) FROM limit_counter WHERE used > 0") == 0);
+  // the same biz_id from another user is still a conflict
+  CHECK(claim_cli(db, "u2", "b1", 1)["reason"] == "biz_id_conflict");
+  // the dry run of a claim says held and writes nothing
+  auto dry = json::parse(db.ok({"claim", "act", "--user", "u3", "--biz-id", "b3", "--dry-run", "-o", "json"}, 1).out);
+  CHECK(dry["outcome"] == "held");
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  // fuse show lists it
+  auto shown = lines(db.ok({"fuse", "show", ev, "-o", "json"}).out);
+  REQUIRE(shown.size() == 2);
+  CHECK(json::parse(shown[0])["record_code"] == code);
+  CHECK(json::parse(shown[1])["held_requests"] == 1);
+
+  // released as a false alarm: the held grant goes through the flow and is delivered
+  auto dr = json::parse(db.ok({"fuse", "release", ev, "--false-alarm", "--dry-run", "-o", "json"}).out);
+  CHECK(dr["held"]["pending"] == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending'") == 1);
+  auto rel = json::parse(db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"}).out);
+  CHECK(rel["changed"] == true);
+  CHECK(rel["held"]["granted"] == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE record_code = $1 AND state = 'success' AND amount = 1 "
+                 "AND cost_cents = 100",
+                 {code}) == 1);
+  CHECK(remain(db) == 99);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 100);
+  CHECK(db.count("SELECT count(*) FROM status_log l JOIN grants g ON g.id = l.entity_id AND l.entity = 'grant' "
+                 "WHERE g.record_code = $1",
+                 {code}) == 4);  // -> pending -> init -> issuing -> success
+  // the retry now replays the granted grant; a second release does nothing
+  auto replay = claim_cli(db, "u1", "b1", 0);
+  CHECK(replay["outcome"] == "replayed");
+  CHECK(replay["record_code"] == code);
+  auto rel2 = json::parse(db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"}).out);
+  CHECK(rel2["changed"] == false);
+  CHECK(remain(db) == 99);
+}
+
+TEST_CASE("fuse held: released into a changed world - sold out and over the limit are rejected with their reason") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 2;
+  s.limit = 1;
+  seed(db, s);
+  std::string ev = block(db);  // the whole activity
+  claim_cli(db, "u1", "b1", 1);
+  claim_cli(db, "u1", "b2", 1);  // the same user again: one of the two is over the limit
+  claim_cli(db, "u2", "b3", 1);
+  claim_cli(db, "u3", "b4", 1);  // the stock has only 2
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending'") == 4);
+  auto rel = json::parse(db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"}).out);
+  CHECK(rel["held"]["granted"] == 2);
+  CHECK(rel["held"]["rejected"] == 2);
+  CHECK(rel["held"]["rejected_reasons"]["limit_reached"] == 1);
+  CHECK(rel["held"]["rejected_reasons"]["sold_out"] == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 2);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'invalid' AND reason = 'limit_reached' AND biz_id = 'b2'") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'invalid' AND reason = 'sold_out' AND biz_id = 'b4'") == 1);
+  CHECK(remain(db) == 0);
+  // a retry of a rejected one answers with the grant as it is now, and takes nothing
+  CHECK(claim_cli(db, "u3", "b4", 0)["state"] == "invalid");
+}
+
+TEST_CASE("fuse held: confirm cancels the held requests once and bad input is refused with nothing written") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  std::string ev = block(db);
+  claim_cli(db, "u1", "b1", 1);
+  claim_cli(db, "u2", "b2", 1);
+  auto changes = [&] {
+    return db.count("SELECT count(*) FROM status_log") + db.count("SELECT count(*) FROM audit") +
+           db.count("SELECT count(*) FROM grants WHERE state = 'pending'");
+  };
+  const int64_t before = changes();
+  db.ok({"fuse", "release", "F-nope", "--false-alarm"}, 65);
+  db.ok({"fuse", "confirm", "F-nope", "--reason", "x"}, 65);
+  db.ok({"fuse", "confirm", ev}, 64);           // --reason is required
+  db.ok({"fuse", "release", ev}, 64);           // --false-alarm is required
+  db.ok({"fuse", "block", "act", "--prize", "nope", "--reason", "x"}, 65);
+  db.ok({"fuse", "confirm", ev, "--reason", "bad \xff\xfe bytes"}, 64);  // not UTF-8: PostgreSQL would refuse it
+  db.ok({"fuse", "confirm", ev, "--reason", std::string(3000, 'a')}, 64);
+  db.ok({"fuse", "confirm", ev, "--reason", ""}, 64);
+  db.ok({"fuse", "release", "", "--false-alarm"}, 64);
+  db.ok({"fuse", "block", "", "--reason", "x"}, 64);
+  auto dry = json::parse(db.ok({"fuse", "confirm", ev, "--reason", "fraud", "--dry-run", "-o", "json"}).out);
+  CHECK(dry["held"]["pending"] == 2);
+  CHECK(changes() == before);
+
+  auto c = json::parse(db.ok({"fuse", "confirm", ev, "--reason", "fraud", "-o", "json"}).out);
+  CHECK(c["held"]["cancelled"] == 2);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'cancelled' AND reason LIKE '%fraud%'") == 2);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'pending' "
+                 "AND to_state = 'cancelled'") == 2);
+  // still blocked: a new claim is held again, and confirm again cancels only that one
+  claim_cli(db, "u3", "b3", 1);
+  auto c2 = json::parse(db.ok({"fuse", "confirm", ev, "--reason", "fraud", "-o", "json"}).out);
+  CHECK(c2["held"]["cancelled"] == 1);
+  auto c3 = json::parse(db.ok({"fuse", "confirm", ev, "--reason", "fraud", "-o", "json"}).out);
+  CHECK(c3["changed"] == false);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND to_state = 'cancelled'") == 3);
+  // a confirmed event is not a false alarm
+  const int64_t mid = changes();
+  auto r = db.ok({"fuse", "release", ev, "--false-alarm"}, 65);
+  CHECK(r.err.find("confirmed") != std::string::npos);
+  CHECK(changes() == mid);
+  CHECK(remain(db) == 100);
+  CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'fuse.confirm'") == 1);
+  // unblock lifts it; a cancelled request stays cancelled, its retry says so
+  db.ok({"fuse", "unblock", "act", "--reason", "fixed"});
+  CHECK(claim_cli(db, "u1", "b1", 0)["state"] == "cancelled");
+  CHECK(claim_cli(db, "u4", "b4", 0)["outcome"] == "granted");
+  // a released event cannot be confirmed
+  db.ok({"fuse", "confirm", ev, "--reason", "late"}, 65);
+}
+
+TEST_CASE("fuse held: two releases at once move each held grant exactly once") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 15;
+  s.budget = 100000;
+  seed(db, s);
+  std::string ev = block(db, {"--prize", "p1"});
+  const int n = 24;
+  for (int i = 0; i < n; ++i) claim_cli(db, "u" + std::to_string(i), "b" + std::to_string(i), 1);
+  REQUIRE(db.count("SELECT count(*) FROM grants WHERE state = 'pending'") == n);
+  Run r1, r2;
+  std::thread a([&] { r1 = db.rc({"fuse", "release", ev, "--false-alarm", "-o", "json"}); });
+  std::thread b([&] { r2 = db.rc({"fuse", "release", ev, "--false-alarm", "-o", "json"}); });
+  a.join();
+  b.join();
+  INFO(r1.all() << r2.all());
+  REQUIRE(r1.rc == 0);
+  REQUIRE(r2.rc == 0);
+  auto j1 = json::parse(r1.out), j2 = json::parse(r2.out);
+  CHECK(j1["held"]["granted"].get<int>() + j2["held"]["granted"].get<int>() == 15);
+  CHECK(j1["held"]["rejected"].get<int>() + j2["held"]["rejected"].get<int>() == n - 15);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 15);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'invalid' AND reason = 'sold_out'") == n - 15);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'pending'") == n);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'fuse_event' AND to_state = 'released'") == 1);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 15);
+  CHECK(remain(db) == 0);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 1500);
+}
+
+TEST_CASE("fuse held: a release and a confirm at once - one decision wins and every held request follows it") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 50;
+  seed(db, s);
+  std::string ev = block(db);
+  const int n = 12;
+  for (int i = 0; i < n; ++i) claim_cli(db, "u" + std::to_string(i), "b" + std::to_string(i), 1);
+  Run r1, r2;
+  std::thread a([&] { r1 = db.rc({"fuse", "release", ev, "--false-alarm", "-o", "json"}); });
+  std::thread b([&] { r2 = db.rc({"fuse", "confirm", ev, "--reason", "fraud", "-o", "json"}); });
+  a.join();
+  b.join();
+  INFO(r1.all() << r2.all());
+  const bool released = db.count("SELECT count(*) FROM fuse_event WHERE state = 'released'") == 1;
+  if (released) {
+    CHECK(r1.rc == 0);
+    CHECK(r2.rc == 65);  // too late: nothing left to confirm
+    CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == n);
+  } else {
+    CHECK(r2.rc == 0);
+    CHECK(r1.rc == 65);  // confirmed first: not a false alarm
+    CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'cancelled'") == n);
+  }
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'pending'") == n);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending'") == 0);
+}
+
+TEST_CASE("fuse held: a release killed with SIGKILL half-way is finished by the next release, each request moved once") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 1000;
+  seed(db, s);
+  std::string ev = block(db, {"--prize", "p1"});
+  const int n = 300;
+  {
+    auto box = engine(db);
+    for (int i = 0; i < n; ++i)
+      REQUIRE(claim(*box.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i)).status ==
+              rc::engine::Status::held);
+  }
+  pid_t pid = spawn(db, {"fuse", "release", ev, "--false-alarm"});
+  bool some = wait_for(db, "SELECT count(*) FROM grants WHERE state = 'success'", 10);
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  REQUIRE(some);
+  const int64_t done_before = db.count("SELECT count(*) FROM grants WHERE state <> 'pending'");
+  INFO("moved before the kill: " << done_before);
+  CHECK(db.count("SELECT count(*) FROM fuse_event WHERE state = 'released'") == 1);
+  // the event is released: the next release finishes what it still holds
+  auto j = json::parse(db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"}).out);
+  CHECK(j["held"]["granted"].get<int64_t>() + done_before >= n);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending'") == 0);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'pending'") == n);
+  // a grant the kill caught between its commit and its delivery is left in init for resend
+  db.ok({"resend", "--init-grace", "1ms"}, 0);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == n);
+  CHECK(remain(db) == 1000 - n);
+}
