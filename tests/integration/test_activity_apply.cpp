@@ -23,12 +23,6 @@ std::string definition(const std::string& name, const std::string& code = "seede
   return t.substr(0, at + 8) + name + t.substr(end);
 }
 
-json last(const rt::Run& r) {
-  auto l = rt::lines(r.out);
-  REQUIRE(!l.empty());
-  return json::parse(l.back());
-}
-
 }  // namespace
 
 TEST_CASE("apply: created, then unchanged, then updated while not live, refused once published") {
@@ -37,20 +31,20 @@ TEST_CASE("apply: created, then unchanged, then updated while not live, refused 
   rt::write_file(db.dir(), "a.toml", definition("Seeded packets"));
 
   SUBCASE("dry run writes nothing") {
-    auto d = last(db.ok({"activity", "apply", "-f", "a.toml", "--dry-run", "-o", "json"}));
+    auto d = rt::last_json(db.ok({"activity", "apply", "-f", "a.toml", "--dry-run", "-o", "json"}));
     CHECK(d["action"] == "created");
     CHECK(d["dry_run"] == true);
     CHECK(db.count("SELECT COUNT(*) FROM activity") == 0);
   }
 
-  auto c = last(db.ok({"activity", "apply", "-f", "a.toml", "-o", "json"}));
+  auto c = rt::last_json(db.ok({"activity", "apply", "-f", "a.toml", "-o", "json"}));
   CHECK(c["action"] == "created");
   CHECK(c["state"] == "pending_review");
   CHECK(c["previous_hash"].is_null());
   int64_t audits = db.count("SELECT COUNT(*) FROM audit");
   int64_t logs = db.count("SELECT COUNT(*) FROM status_log");
 
-  auto u = last(db.ok({"activity", "apply", "-f", "a.toml", "-o", "json"}));
+  auto u = rt::last_json(db.ok({"activity", "apply", "-f", "a.toml", "-o", "json"}));
   CHECK(u["action"] == "unchanged");
   CHECK(u["definition_hash"] == c["definition_hash"]);
   CHECK(db.count("SELECT COUNT(*) FROM audit") == audits);
@@ -60,7 +54,7 @@ TEST_CASE("apply: created, then unchanged, then updated while not live, refused 
   CHECK(table.out.find("unchanged") != std::string::npos);
 
   rt::write_file(db.dir(), "b.toml", definition("Seeded packets, v2"));
-  auto up = last(db.ok({"activity", "apply", "-f", "b.toml", "-o", "json"}));
+  auto up = rt::last_json(db.ok({"activity", "apply", "-f", "b.toml", "-o", "json"}));
   CHECK(up["action"] == "updated");
   CHECK(up["previous_hash"] == c["definition_hash"]);
   CHECK(db.count("SELECT version FROM activity WHERE code = 'seeded'") == 2);
@@ -69,7 +63,7 @@ TEST_CASE("apply: created, then unchanged, then updated while not live, refused 
   db.ok({"activity", "approve", "seeded", "--as", "tech", "--operator", "carol"});
   db.ok({"activity", "publish", "seeded", "--full", "--operator", "carol"});
   // the published definition again: unchanged; a different one: refused, naming both hashes
-  CHECK(last(db.ok({"activity", "apply", "-f", "b.toml", "-o", "json"}))["action"] == "unchanged");
+  CHECK(rt::last_json(db.ok({"activity", "apply", "-f", "b.toml", "-o", "json"}))["action"] == "unchanged");
   auto refused = db.ok({"activity", "apply", "-f", "a.toml"}, 65);
   CHECK(refused.err.find(up["definition_hash"].get<std::string>()) != std::string::npos);
   CHECK(refused.err.find(c["definition_hash"].get<std::string>()) != std::string::npos);
@@ -91,7 +85,7 @@ TEST_CASE("apply: two CI jobs applying the same new file at once make one activi
     for (auto& r : runs) {
       INFO(r.out << r.err);
       CHECK(r.rc == 0);
-      if (r.rc == 0 && last(r)["action"] == "created") ++created;
+      if (r.rc == 0 && rt::last_json(r)["action"] == "created") ++created;
     }
     CHECK(created == 1);
     CHECK(db.count("SELECT COUNT(*) FROM activity") == round + 1);

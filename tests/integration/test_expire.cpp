@@ -18,12 +18,6 @@ const std::map<std::string, std::string> kLater{{"REWARDCTL_NOW", "2031-01-01T00
 const int64_t kDue = 1893456000000;      // 2030-01-01, before kLater
 const int64_t kNotDue = 2208988800000;   // 2040-01-01
 
-json last(const rt::Run& r) {
-  auto ls = rt::lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 // Everything expire may touch, as one comparable snapshot.
 std::string snapshot(const TestDb& db) {
   auto s = db.open();
@@ -81,13 +75,13 @@ TEST_CASE("expire: the dry run reports the real counts and changes nothing, the 
   const std::string before = snapshot(db);
   const int64_t stock_before = db.count("SELECT sum(remain) FROM stock");
 
-  auto dry = last(db.ok({"expire", "--dry-run", "-o", "json", "--chunk-size", "4"}, 0, kLater));
+  auto dry = rt::last_json(db.ok({"expire", "--dry-run", "-o", "json", "--chunk-size", "4"}, 0, kLater));
   CHECK(dry["state"] == "dry_run");
   CHECK(dry["run_id"].is_null());
   CHECK(snapshot(db) == before);
   CHECK(db.count("SELECT count(*) FROM job_run") == 0);
 
-  auto run = last(db.ok({"expire", "-o", "json", "--chunk-size", "4"}, 0, kLater));
+  auto run = rt::last_json(db.ok({"expire", "-o", "json", "--chunk-size", "4"}, 0, kLater));
   CHECK(run["state"] == "done");
   CHECK(run["counts"] == dry["counts"]);
   CHECK(run["counts"]["activities_ended"] == 3);
@@ -121,14 +115,14 @@ TEST_CASE("expire: the dry run reports the real counts and changes nothing, the 
 
   // twice = once
   const std::string after = snapshot(db);
-  auto again = last(db.ok({"expire", "-o", "json"}, 0, kLater));
+  auto again = rt::last_json(db.ok({"expire", "-o", "json"}, 0, kLater));
   CHECK(again["counts"]["activities_ended"] == 0);
   CHECK(again["counts"]["qualifications_expired"] == 0);
   CHECK(again["counts"]["grants_expired"] == 0);
   CHECK(snapshot(db) == after);
   // a claim on an ended activity is refused as ended
   auto late = db.ok({"claim", "live_one", "--user", "u9", "--biz-id", "b9", "-o", "json"}, 1, kLater);
-  CHECK(last(late)["reason"] == "ended");
+  CHECK(rt::last_json(late)["reason"] == "ended");
 }
 
 TEST_CASE("expire: two runs at once change each row exactly once (one works, the other exits 75 or finds nothing)") {
@@ -147,7 +141,7 @@ TEST_CASE("expire: two runs at once change each row exactly once (one works, the
   int64_t ended = 0, expired = 0;
   for (auto* r : {&a, &b})
     if (r->rc == 0) {
-      auto j = last(*r);
+      auto j = rt::last_json(*r);
       ended += j["counts"]["activities_ended"].get<int64_t>();
       expired += j["counts"]["qualifications_expired"].get<int64_t>();
     } else {
@@ -165,10 +159,10 @@ TEST_CASE("expire: the window's end second is inside it - an activity ending 23:
   const int64_t end = 1893455999000;  // 2029-12-31T23:59:59Z
   rt::make_activity(db, "edge", "live", end);
   // during the end second the activity still serves claims, so expire leaves it alone
-  auto in = last(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2029-12-31T23:59:59.900Z"}}));
+  auto in = rt::last_json(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2029-12-31T23:59:59.900Z"}}));
   CHECK(in["counts"]["activities_ended"] == 0);
   CHECK(db.count("SELECT count(*) FROM activity WHERE code = 'edge' AND state = 'live'") == 1);
-  auto out = last(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}}));
+  auto out = rt::last_json(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}}));
   CHECK(out["counts"]["activities_ended"] == 1);
   CHECK(db.count("SELECT count(*) FROM activity WHERE code = 'edge' AND state = 'ended'") == 1);
 }

@@ -46,12 +46,6 @@ int64_t qualified(const TestDb& db, const std::string& code = "act") {
                   {code});
 }
 
-json last_json(const rt::Run& r) {
-  auto ls = rt::lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 // (line, error) of every row of a rejects file.
 std::vector<std::pair<int64_t, std::string>> rejects(const std::string& path) {
   std::vector<std::pair<int64_t, std::string>> out;
@@ -147,7 +141,7 @@ TEST_CASE("import: what is stored per row, and the audit and run records") {
   fresh(db);
   rt::write_file(db.dir(), "w.csv", "user_id,tier,note\nu1,gold,\"a, \"\"b\"\"\nc\"\n");
   auto r = db.ok({"import-qualifications", "act", "w.csv", "--source", "crm", "-o", "json", "--operator", "ann"});
-  auto j = last_json(r);
+  auto j = rt::last_json(r);
   CHECK(j["v"] == 1);
   CHECK(j["read"] == 1);
   CHECK(j["inserted"] == 1);
@@ -165,7 +159,7 @@ TEST_CASE("import: what is stored per row, and the audit and run records") {
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'import_run' AND to_state = 'done'") == 1);
 
   auto show = db.ok({"qualification", "show", "act", "u1", "-o", "json"});
-  auto sj = last_json(show);
+  auto sj = rt::last_json(show);
   CHECK(sj["status"] == "unused");
   CHECK(sj["import_line"] == 2);
   CHECK(sj["ext"]["tier"] == "gold");
@@ -180,10 +174,10 @@ TEST_CASE("import: rerunning the same file adds nothing, users qualified before 
   std::string body = "user_id\n";
   for (int i = 0; i < 50; ++i) body += "u" + std::to_string(i) + "\n";
   rt::write_file(db.dir(), "a.csv", body + "u7\n");
-  auto r1 = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
+  auto r1 = rt::last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
   CHECK(r1["inserted"] == 50);
   CHECK(r1["rejected"] == 1);
-  auto r2 = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
+  auto r2 = rt::last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json", "--max-rejects", "1"}, 3));
   CHECK(r2["inserted"] == 0);
   CHECK(r2["existing"] == 50);
   CHECK(r2["rejected"] == 1);  // the repeat is still a repeat, not a second "existing"
@@ -191,10 +185,10 @@ TEST_CASE("import: rerunning the same file adds nothing, users qualified before 
 
   // a clean file imported twice: exit 0 both times, 0 rows the second time
   rt::write_file(db.dir(), "b.csv", "user_id\nu49\nu50\nu51\n");
-  auto b1 = last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
+  auto b1 = rt::last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
   CHECK(b1["inserted"] == 2);
   CHECK(b1["existing"] == 1);
-  auto b2 = last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
+  auto b2 = rt::last_json(db.ok({"import-qualifications", "act", "b.csv", "-o", "json"}));
   CHECK(b2["inserted"] == 0);
   CHECK(b2["existing"] == 3);
   CHECK(qualified(db) == 52);
@@ -212,7 +206,7 @@ TEST_CASE("import: a user qualified before and listed twice is existing once, th
     CAPTURE(batch);
     std::vector<std::string> args{"import-qualifications", "act", "again.csv", "-o", "json", "--max-rejects", "1"};
     if (batch != "0") args.insert(args.end(), {"--batch-size", batch});
-    auto j = last_json(db.ok(args, 3));
+    auto j = rt::last_json(db.ok(args, 3));
     CHECK(j["existing"] == 1);
     CHECK(j["inserted"] == 2);
     CHECK(j["rejected"] == 1);
@@ -239,7 +233,7 @@ TEST_CASE("import: --dry-run reports the same counts and writes nothing") {
     if (!batch.empty()) base.insert(base.end(), {"--batch-size", batch});
     auto dry = base;
     dry.push_back("--dry-run");
-    auto d = last_json(db.ok(dry, 3));
+    auto d = rt::last_json(db.ok(dry, 3));
     CHECK(d["dry_run"] == true);
     CHECK(d["read"] == 302);
     CHECK(d["inserted"] == 250);
@@ -251,7 +245,7 @@ TEST_CASE("import: --dry-run reports the same counts and writes nothing") {
     CHECK(db.count("SELECT count(*) FROM import_run") == runs);
     CHECK_FALSE(exists(db.dir() + "/d.csv.rejects.csv"));
   }
-  auto real = last_json(db.ok({"import-qualifications", "act", "d.csv", "-o", "json", "--max-rejects", "20%"}, 3));
+  auto real = rt::last_json(db.ok({"import-qualifications", "act", "d.csv", "-o", "json", "--max-rejects", "20%"}, 3));
   CHECK(real["inserted"] == 250);
   CHECK(real["existing"] == 1);
   CHECK(real["rejected"] == 51);
@@ -286,7 +280,7 @@ TEST_CASE("import: standard input") {
   fresh(db);
   auto r = db.ok({"import-qualifications", "act", "-", "-o", "json", "--max-rejects", "1", "--progress", "plain"}, 3, {},
                  "user_id,tier\r\ns1,a\r\ns2,b\r\ns1,c\r\n");
-  auto j = last_json(r);
+  auto j = rt::last_json(r);
   CHECK(j["inserted"] == 2);
   CHECK(j["rejected"] == 1);
   CHECK(j["file"] == "-");
@@ -296,7 +290,7 @@ TEST_CASE("import: standard input") {
   auto s = db.open()->query("SELECT source FROM qualification WHERE user_id = 's1'");
   CHECK(s[0].str(0) == "stdin");
   // batched from standard input, and a broken stream names <stdin>
-  auto b = last_json(db.ok({"import-qualifications", "act", "-", "-o", "json", "--batch-size", "1"}, 0, {},
+  auto b = rt::last_json(db.ok({"import-qualifications", "act", "-", "-o", "json", "--batch-size", "1"}, 0, {},
                            "user_id\ns3\ns4\ns2\n"));
   CHECK(b["inserted"] == 2);
   CHECK(b["existing"] == 1);
@@ -326,7 +320,7 @@ TEST_CASE("import: a rejects file, once fixed, imports again (_line and _error a
 // Imports FILE into `act` in batches, SIGKILLs it once two batches are committed, reruns it, and
 // checks the result against the same file imported in one transaction into `ref`.
 static void kill_and_resume(const TestDb& db, const std::string& file, int64_t n) {
-  auto ref = last_json(db.ok({"import-qualifications", "ref", file, "-o", "json", "--max-rejects", "100%", "--rejects",
+  auto ref = rt::last_json(db.ok({"import-qualifications", "ref", file, "-o", "json", "--max-rejects", "100%", "--rejects",
                               "ref.rejects.csv"}, 3));
   const std::string batch = "200";
   const int64_t before_run = qualified(db);
@@ -357,7 +351,7 @@ static void kill_and_resume(const TestDb& db, const std::string& file, int64_t n
   CHECK(partial < qualified(db, "ref"));
   CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 1);
 
-  auto r = last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
+  auto r = rt::last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
                             "--max-rejects", "100%"}, 3));
   CHECK(r["resumed_from"].get<int64_t>() >= committed);
   CHECK(r["read"] == n);
@@ -374,7 +368,7 @@ static void kill_and_resume(const TestDb& db, const std::string& file, int64_t n
   CHECK(a.size() == size_t(ref["rejected"].get<int64_t>()));
   CHECK(a == b);
   // and a rerun of the finished file changes nothing
-  auto again = last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
+  auto again = rt::last_json(db.ok({"import-qualifications", "act", file, "-o", "json", "--batch-size", batch,
                                 "--max-rejects", "100%"}, 3));
   CHECK(again["inserted"] == 0);
   CHECK(again["resumed_from"] == 0);
@@ -423,14 +417,14 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   db.open()->exec("UPDATE qualification SET status = 'used' WHERE user_id = 'u4'");
   db.expect_damage();  // u4 is marked used by hand, without the claim that would have used it
   rt::write_file(db.dir(), "rv.csv", "user_id,why\nu1,x\nu2,x\nu3,x\nu4,x\nghost,x\n,x\nu1,again\n");
-  auto dry = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--dry-run", "--max-rejects", "1", "-o", "json"},
+  auto dry = rt::last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--dry-run", "--max-rejects", "1", "-o", "json"},
                              3));
   CHECK(dry["revoked"] == 3);
   CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'revoked'") == 0);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 0);
   CHECK_FALSE(exists(db.dir() + "/rv.csv.rejects.csv"));
 
-  auto r = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "--reason", "fraud",
+  auto r = rt::last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "--reason", "fraud",
                             "-o", "json", "--batch-size", "2"}, 3));
   CHECK(r["read"] == 7);
   CHECK(r["revoked"] == 3);
@@ -445,14 +439,14 @@ TEST_CASE("import: qualification revoke, its dry-run twin, and count") {
   CHECK(db.count("SELECT count(*) FROM audit WHERE action = 'qualification.revoke'") == 1);
   CHECK(rejects(db.dir() + "/rv.csv.rejects.csv") == std::vector<std::pair<int64_t, std::string>>{{7, "user_id is empty"}});
 
-  auto again = last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "-o", "json"}, 3));
+  auto again = rt::last_json(db.ok({"qualification", "revoke", "act", "rv.csv", "--yes", "--max-rejects", "1", "-o", "json"}, 3));
   CHECK(again["revoked"] == 0);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification'") == 3);
 
-  auto c = last_json(db.ok({"qualification", "count", "act", "-o", "json"}));
+  auto c = rt::last_json(db.ok({"qualification", "count", "act", "-o", "json"}));
   CHECK(c == json{{"v", 1}, {"activity", "act"}, {"count", 5}});
-  CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "revoked", "-o", "json"}))["count"] == 3);
-  CHECK(last_json(db.ok({"qualification", "count", "act", "--status", "unused", "-o", "json"}))["count"] == 1);
+  CHECK(rt::last_json(db.ok({"qualification", "count", "act", "--status", "revoked", "-o", "json"}))["count"] == 3);
+  CHECK(rt::last_json(db.ok({"qualification", "count", "act", "--status", "unused", "-o", "json"}))["count"] == 1);
   db.ok({"qualification", "count", "act", "--status", "gone"}, 64);
   db.ok({"qualification", "count", "nope"}, 67);
 }
@@ -471,7 +465,7 @@ TEST_CASE("import: two concurrent imports of the same file into an empty activit
   INFO(a.all() << "\n" << b.all());
   REQUIRE(a.rc == 0);
   REQUIRE(b.rc == 0);
-  auto ja = last_json(a), jb = last_json(b);
+  auto ja = rt::last_json(a), jb = rt::last_json(b);
   CHECK(ja["inserted"].get<int64_t>() + jb["inserted"].get<int64_t>() == 3000);
   CHECK(ja["existing"].get<int64_t>() + jb["existing"].get<int64_t>() == 3000);
   CHECK(qualified(db) == 3000);
@@ -506,7 +500,7 @@ TEST_CASE("import: a batched re-import of existing users does work in proportion
                        : 0;
   };
   const int64_t before = index_reads();
-  auto r = last_json(db.ok({"import-qualifications", "act", "r.csv", "--batch-size", "2000", "-o", "json"}));
+  auto r = rt::last_json(db.ok({"import-qualifications", "act", "r.csv", "--batch-size", "2000", "-o", "json"}));
   CHECK(r["read"] == n);
   CHECK(r["existing"] == n);
   CHECK(r["inserted"] == 0);
@@ -547,7 +541,7 @@ TEST_CASE("import: --expires-at and an expires_at column give qualifications an 
   auto r = db.ok({"import-qualifications", "act", "b.csv", "--expires-at", "2030-04-01T00:00:00Z", "--max-rejects", "2",
                   "-o", "json"},
                  3, at_import);
-  auto j = last_json(r);
+  auto j = rt::last_json(r);
   CHECK(j["inserted"] == 2);
   CHECK(j["existing"] == 1);
   CHECK(j["rejected"] == 2);
@@ -564,7 +558,7 @@ TEST_CASE("import: --expires-at and an expires_at column give qualifications an 
   CHECK(q[2].i64(1) == 1898553600000);  // u3: 2030-03-01T00:00:00Z from its cell
   CHECK(q[3].i64(1) == 1901232000000);  // u4: 2030-04-01T00:00:00Z from the option
   CHECK(json::parse(q[2].str(2)) == json{{"tier", "gold"}});
-  CHECK(last_json(db.ok({"qualification", "show", "act", "u3", "-o", "json"}))["expires_at"] == "2030-03-01T00:00:00.000Z");
+  CHECK(rt::last_json(db.ok({"qualification", "show", "act", "u3", "-o", "json"}))["expires_at"] == "2030-03-01T00:00:00.000Z");
 
   // expire at 2030-02-15 expires u1 and u2 (unused, past their expiry) and nothing else
   db.ok({"expire"}, 0, {{"REWARDCTL_NOW", "2030-02-15T00:00:00Z"}});
@@ -577,7 +571,7 @@ TEST_CASE("import: import and revoke are jobs of the runner - pause switch, job_
   TestDb db;
   fresh(db);
   rt::write_file(db.dir(), "a.csv", "user_id\nu1\nu2\nu3\n");
-  auto p = last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
+  auto p = rt::last_json(db.ok({"import-qualifications", "act", "a.csv", "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
   CHECK(p["state"] == "paused");
   CHECK(p["reason"].get<std::string>().find("REWARDCTL_JOBS_PAUSED") != std::string::npos);
   CHECK(qualified(db) == 0);

@@ -20,12 +20,6 @@ using rt::TestDb;
 
 namespace {
 
-json last(const rt::Run& r) {
-  auto ls = rt::lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 int64_t changes(const TestDb& db) { return db.count("SELECT count(*) FROM status_log") + db.count("SELECT count(*) FROM job_run"); }
 
 }  // namespace
@@ -77,7 +71,7 @@ TEST_CASE("jobs: a second expire while one holds the lease exits 75 naming the h
     return true;
   }));
   // the next run takes it and finishes the work, each row once
-  auto c = last(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}}));
+  auto c = rt::last_json(db.ok({"expire", "-o", "json"}, 0, {{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}}));
   CHECK(c["state"] == "done");
   CHECK(c["counts"]["qualifications_expired"] == 3000 - done_by_a);
   CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'expired'") == 3000);
@@ -100,7 +94,7 @@ TEST_CASE("jobs: paused by the config or by the stop file, every job prints paus
     for (auto job : {"expire", "resend", "fuse-scan", "reconcile"}) {
       auto r = db.ok({"--config", cfg, job}, 0);
       CHECK(r.out.find("paused") != std::string::npos);
-      auto j = last(db.ok({"--config", cfg, job, "-o", "json"}, 0));
+      auto j = rt::last_json(db.ok({"--config", cfg, job, "-o", "json"}, 0));
       CHECK(j["state"] == "paused");
     }
   }
@@ -109,10 +103,10 @@ TEST_CASE("jobs: paused by the config or by the stop file, every job prints paus
     std::string cfg = rt::write_file(db.dir(), "rewardctl.toml", "[jobs]\nstop_file = \"" + stop + "\"\n");
     rt::write_file(db.dir(), "STOP", "");
     auto r = db.ok({"--config", cfg, "expire", "-o", "json"}, 0);
-    CHECK(last(r)["state"] == "paused");
-    CHECK(last(r)["reason"].get<std::string>().find(stop) != std::string::npos);
+    CHECK(rt::last_json(r)["state"] == "paused");
+    CHECK(rt::last_json(r)["reason"].get<std::string>().find(stop) != std::string::npos);
     unlink(stop.c_str());
-    CHECK(last(db.ok({"--config", cfg, "expire", "-o", "json"}, 0))["state"] == "done");
+    CHECK(rt::last_json(db.ok({"--config", cfg, "expire", "-o", "json"}, 0))["state"] == "done");
     return;
   }
   SUBCASE("an unknown [jobs] key is a config error naming file:line:column") {
@@ -130,14 +124,14 @@ TEST_CASE("jobs: --limit and --max-runtime stop between chunks, recorded in job_
   rt::make_activity(db, "act", "live", 4102444800000);
   rt::add_due_qualifications(db, "act", 50, 1000);
   const std::map<std::string, std::string> now{{"REWARDCTL_NOW", "2030-01-01T00:00:00Z"}};
-  auto a = last(db.ok({"expire", "--limit", "20", "--chunk-size", "7", "-o", "json"}, 0, now));
+  auto a = rt::last_json(db.ok({"expire", "--limit", "20", "--chunk-size", "7", "-o", "json"}, 0, now));
   CHECK(a["counts"]["qualifications_expired"] == 20);
   CHECK(a["stopped"] == "limit");
   CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'expired'") == 20);
-  auto b = last(db.ok({"expire", "--max-runtime", "1ms", "--chunk-size", "1", "-o", "json"}, 0, now));
+  auto b = rt::last_json(db.ok({"expire", "--max-runtime", "1ms", "--chunk-size", "1", "-o", "json"}, 0, now));
   CHECK(b["stopped"] == "max_runtime");
   CHECK(b["counts"]["qualifications_expired"].get<int64_t>() < 30);
-  auto c = last(db.ok({"expire", "-o", "json"}, 0, now));
+  auto c = rt::last_json(db.ok({"expire", "-o", "json"}, 0, now));
   CHECK(c["counts"]["qualifications_expired"] == 30 - b["counts"]["qualifications_expired"].get<int64_t>());
   CHECK(db.count("SELECT count(*) FROM job_run WHERE stopped = 'limit' AND state = 'done'") == 1);
   CHECK(db.count("SELECT count(*) FROM job_run WHERE stopped = 'max_runtime'") == 1);

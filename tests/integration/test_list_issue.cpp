@@ -20,12 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-json last_json(const Run& r) {
-  auto ls = lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 // user_id,note header plus users u<from>..u<to-1>
 std::string users_csv(int64_t from, int64_t to) {
   std::string s = "user_id,note\n";
@@ -36,12 +30,12 @@ std::string users_csv(int64_t from, int64_t to) {
 std::string plan(const TestDb& db, const std::string& file, std::vector<std::string> extra = {}, int rc = 0) {
   std::vector<std::string> a{"list-issue", "plan", "act", file, "--prize", "p1", "-o", "json", "--operator", "alice"};
   a.insert(a.end(), extra.begin(), extra.end());
-  auto j = last_json(db.ok(a, rc));
+  auto j = rt::last_json(db.ok(a, rc));
   return j["batch"].is_null() ? "" : j["batch"].get<std::string>();
 }
 
 json status(const TestDb& db, const std::string& batch) {
-  return last_json(db.ok({"list-issue", "status", batch, "-o", "json"}));
+  return rt::last_json(db.ok({"list-issue", "status", batch, "-o", "json"}));
 }
 
 // What the database says about a batch, and the invariants every state of it must keep.
@@ -145,7 +139,7 @@ TEST_CASE("list-issue: plan dedupes, rejects bad rows and stores the batch with 
     auto r = db.ok({"list-issue", "plan", "act", db.dir() + "/l.csv", "--prize", "p1", "--max-rejects", "1", "-o",
                     "json", "--operator", "alice"},
                    3);
-    auto j = last_json(r);
+    auto j = rt::last_json(r);
     CHECK(j["users"] == 3);
     CHECK(j["rejected"] == 1);
     CHECK(j["duplicates"] == 1);
@@ -173,7 +167,7 @@ TEST_CASE("list-issue: plan dedupes, rejects bad rows and stores the batch with 
     write_file(db.dir(), "big.csv", users_csv(0, 101));
     auto r = db.rc({"list-issue", "plan", "act", db.dir() + "/big.csv", "--prize", "p1", "-o", "json"});
     CHECK(r.rc == 65);
-    CHECK(last_json(r)["fits"] == false);
+    CHECK(rt::last_json(r)["fits"] == false);
     CHECK(r.err.find("100 left") != std::string::npos);
     CHECK(db.count("SELECT count(*) FROM list_item") == before);
     auto b = plan(db, db.dir() + "/big.csv", {"--allow-partial"});
@@ -188,7 +182,7 @@ TEST_CASE("list-issue: plan dedupes, rejects bad rows and stores the batch with 
   }
   SUBCASE("--dry-run reports the same and stores nothing") {
     write_file(db.dir(), "ok.csv", users_csv(0, 10));
-    auto j = last_json(db.ok({"list-issue", "plan", "act", db.dir() + "/ok.csv", "--prize", "p1", "--dry-run", "-o", "json"}));
+    auto j = rt::last_json(db.ok({"list-issue", "plan", "act", db.dir() + "/ok.csv", "--prize", "p1", "--dry-run", "-o", "json"}));
     CHECK(j["users"] == 10);
     CHECK(j["stored"] == false);
     CHECK(db.count("SELECT count(*) FROM list_batch") == 0);
@@ -276,7 +270,7 @@ TEST_CASE("list-issue: a batch larger than stock issues the stock and rejects th
   TestDb db;
   auto b = seeded_batch(db, 30, 50, {"--allow-partial"});
   // the dry-run twin: the same counts, nothing written
-  auto d = last_json(db.ok({"list-issue", "run", b, "--dry-run", "-o", "json", "--chunk", "7"}, 3));
+  auto d = rt::last_json(db.ok({"list-issue", "run", b, "--dry-run", "-o", "json", "--chunk", "7"}, 3));
   CHECK(d["issued"] == 30);
   CHECK(d["rejected"] == 20);
   CHECK(d["reasons"]["sold_out"] == 20);
@@ -285,7 +279,7 @@ TEST_CASE("list-issue: a batch larger than stock issues the stock and rejects th
   CHECK(db.count("SELECT sum(remain) FROM stock") == 30);
   CHECK(status(db, b)["state"] == "approved");
 
-  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json", "--chunk", "7"}, 3));
+  auto j = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json", "--chunk", "7"}, 3));
   CHECK(j["issued"] == 30);
   CHECK(j["rejected"] == 20);
   CHECK(j["state"] == "done");
@@ -321,7 +315,7 @@ TEST_CASE("list-issue: cancel mid-run stops the worker after its chunk") {
   CHECK(c.issued < 400);
   CHECK(c.pending == 0);
   CHECK(c.issued + c.cancelled == 400);
-  CHECK(c.cancelled == last_json(r)["items_cancelled"]);
+  CHECK(c.cancelled == rt::last_json(r)["items_cancelled"]);
   CHECK(status(db, b)["state"] == "cancelled");
   CHECK(db.rc({"list-issue", "run", b}).rc == 77);
 }
@@ -351,7 +345,7 @@ TEST_CASE("list-issue: killed with SIGKILL at random points and rerun, ten round
     CHECK(c.issued >= last);  // nothing committed is lost
     last = c.issued;
   }
-  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
+  auto j = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
   CHECK(j["state"] == "done");
   auto c = check_batch(db, b, n);
   CHECK(c.issued == n);
@@ -396,7 +390,7 @@ TEST_CASE("list-issue: a paused activity stops the run with every item still pen
   CHECK(st["state"] == "running");
   CHECK(st["last_error"].get<std::string>().find("paused") != std::string::npos);
   db.ok({"activity", "resume", "act", "--operator", "ops"});
-  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
+  auto j = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
   CHECK(j["issued"] == 20);
   CHECK(j["state"] == "done");
   CHECK(check_batch(db, b, 100).issued == 20);
@@ -406,14 +400,14 @@ TEST_CASE("list-issue: run is a job of the runner - pause switch, --limit over e
   TestDb db;
   auto b = seeded_batch(db, 100, 40);
   // the pause switch: paused, exit 0, nothing issued, no job_run row, the batch still approved
-  auto p = last_json(db.ok({"list-issue", "run", b, "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
+  auto p = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json"}, 0, {{"REWARDCTL_JOBS_PAUSED", "1"}}));
   CHECK(p["state"] == "paused");
   CHECK(db.count("SELECT count(*) FROM grants") == 0);
   CHECK(db.count("SELECT count(*) FROM job_run") == 0);
   CHECK(status(db, b)["state"] == "approved");
 
   // --limit counts items over every worker and chunk: exactly 13, the rest pending, batch running
-  auto j = last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "13", "--chunk", "5", "--workers", "3"}));
+  auto j = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "13", "--chunk", "5", "--workers", "3"}));
   CHECK(j["issued"] == 13);
   CHECK(j["stopped"] == "limit");
   CHECK(j["state"] == "running");
@@ -425,13 +419,13 @@ TEST_CASE("list-issue: run is a job of the runner - pause switch, --limit over e
                  "AND exit_code = 0") == 1);
 
   // the dry run honours --limit too and writes no job_run row
-  auto d = last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "4", "--dry-run"}));
+  auto d = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json", "--limit", "4", "--dry-run"}));
   CHECK(d["issued"] == 4);
   CHECK(check_batch(db, b, 100).issued == 13);
   CHECK(db.count("SELECT count(*) FROM job_run") == 1);
 
   // the same command continues and finishes the batch
-  auto k = last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
+  auto k = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json"}));
   CHECK(k["issued"] == 27);
   CHECK(k["state"] == "done");
   CHECK(k["stopped"].is_null());

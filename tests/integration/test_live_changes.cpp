@@ -19,18 +19,12 @@ using nlohmann::json;
 
 namespace {
 
-json last_json(const Run& r) {
-  auto ls = lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 int64_t audits(const TestDb& db, const std::string& action) {
   return db.count("SELECT count(*) FROM audit WHERE action = $1", {action});
 }
 
 std::string claim_reason(const TestDb& db, const std::string& user, const std::string& biz, int rc) {
-  auto j = last_json(db.ok({"claim", "act", "--user", user, "--biz-id", biz, "-o", "json"}, rc));
+  auto j = rt::last_json(db.ok({"claim", "act", "--user", user, "--biz-id", biz, "-o", "json"}, rc));
   return j.contains("reason") && !j["reason"].is_null() ? j["reason"].get<std::string>() : "";
 }
 
@@ -45,7 +39,7 @@ TEST_CASE("live: a user blacklisted while a list-issue worker runs is refused fr
   std::string csv = "user_id\n";
   for (int i = 0; i < 400; ++i) csv += "u" + std::to_string(i) + "\n";
   write_file(db.dir(), "l.csv", csv);
-  auto plan = last_json(db.ok({"list-issue", "plan", "act", db.dir() + "/l.csv", "--prize", "p1", "-o", "json",
+  auto plan = rt::last_json(db.ok({"list-issue", "plan", "act", db.dir() + "/l.csv", "--prize", "p1", "-o", "json",
                                "--operator", "alice"}));
   const std::string batch = plan["batch"];
   db.ok({"list-issue", "approve", batch, "--operator", "bob"});
@@ -71,7 +65,7 @@ TEST_CASE("live: a user blacklisted while a list-issue worker runs is refused fr
   std::string black = "user_id\n";
   for (int i = 350; i < 400; ++i) black += "u" + std::to_string(i) + "\n";
   write_file(db.dir(), "black.csv", black);
-  auto r = last_json(db.ok({"activity", "blacklist", "add", "act", "-f", db.dir() + "/black.csv", "-o", "json"}));
+  auto r = rt::last_json(db.ok({"activity", "blacklist", "add", "act", "-f", db.dir() + "/black.csv", "-o", "json"}));
   CHECK(r["changed"] == 50);
   CHECK(r["requested"] == 50);
   int status = 0;
@@ -85,7 +79,7 @@ TEST_CASE("live: a user blacklisted while a list-issue worker runs is refused fr
 
   // a direct claim too; removed from the list, the user claims again
   CHECK(claim_reason(db, "u399", "b-1", 1) == "blacklisted");
-  auto rm = last_json(db.ok({"activity", "blacklist", "remove", "act", "u399", "nobody", "-o", "json"}));
+  auto rm = rt::last_json(db.ok({"activity", "blacklist", "remove", "act", "u399", "nobody", "-o", "json"}));
   CHECK(rm["changed"] == 1);
   CHECK(rm["requested"] == 2);
   claim_reason(db, "u399", "b-2", 0);
@@ -106,7 +100,7 @@ TEST_CASE("live: gray list changes decide who may claim in a gray activity; bad 
   st->exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) SELECT 'activity', id, "
            "'live', 'gray', 'test', 0 FROM activity WHERE code = 'grayact'");
   auto claim = [&](const std::string& user, const std::string& biz, int rc) {
-    return last_json(db.ok({"claim", "grayact", "--user", user, "--biz-id", biz, "-o", "json"}, rc));
+    return rt::last_json(db.ok({"claim", "grayact", "--user", user, "--biz-id", biz, "-o", "json"}, rc));
   };
   claim("g2", "x1", 1);
   db.ok({"activity", "gray", "add", "grayact", "g2"});
@@ -135,7 +129,7 @@ TEST_CASE("live: stock added and removed while it runs, claimed to exhaustion wi
   s.item_kind = "virtual";
   s.unit_cost = 0;  // costs nothing: stock added applies at once even with review required
   seed(db, s);
-  auto a = last_json(db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "7", "--reason", "more", "-o", "json"}));
+  auto a = rt::last_json(db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "7", "--reason", "more", "-o", "json"}));
   CHECK(a["state"] == "applied");
   CHECK(a["before"] == 10);
   CHECK(a["after"] == 17);
@@ -179,7 +173,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   s.stock = 5;
   s.budget = 300;  // 3 claims of 100 cents
   seed(db, s);
-  auto p = last_json(db.ok({"activity", "budget", "act", "--raise", "200", "--reason", "demand", "--operator", "alice",
+  auto p = rt::last_json(db.ok({"activity", "budget", "act", "--raise", "200", "--reason", "demand", "--operator", "alice",
                             "-o", "json"}));
   CHECK(p["state"] == "proposed");
   const int64_t id = p["id"];
@@ -189,7 +183,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   CHECK(self.err.find("another operator") != std::string::npos);
   db.ok({"activity", "change", "approve", std::to_string(id), "--operator", "bob", "--dry-run"});
   CHECK(db.count("SELECT authorised_cents FROM budget") == 300);
-  auto ok = last_json(db.ok({"activity", "change", "approve", std::to_string(id), "--operator", "bob", "-o", "json"}));
+  auto ok = rt::last_json(db.ok({"activity", "change", "approve", std::to_string(id), "--operator", "bob", "-o", "json"}));
   CHECK(ok["state"] == "applied");
   CHECK(ok["before"] == 300);
   CHECK(ok["after"] == 500);
@@ -201,7 +195,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   CHECK(audits(db, "activity.change.approve") == 1);
 
   // stock of a prize that costs money: proposed; a rejected change applies nothing
-  auto st = last_json(db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "3", "--reason", "more",
+  auto st = rt::last_json(db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "3", "--reason", "more",
                              "--operator", "alice", "-o", "json"}));
   CHECK(st["state"] == "proposed");
   db.ok({"activity", "change", "reject", std::to_string(st["id"].get<int64_t>()), "--reason", "no", "--operator", "bob"});
@@ -212,7 +206,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   for (int i = 0; i < 4; ++i) claim_reason(db, "u" + std::to_string(i), "b" + std::to_string(i), 0);
   auto low = db.ok({"activity", "budget", "act", "--set", "399", "--reason", "cut"}, 65);
   CHECK(low.err.find("400 cents are consumed") != std::string::npos);
-  auto set = last_json(db.ok({"activity", "budget", "act", "--set", "400", "--reason", "cut", "-o", "json"}));
+  auto set = rt::last_json(db.ok({"activity", "budget", "act", "--set", "400", "--reason", "cut", "-o", "json"}));
   CHECK(set["state"] == "applied");  // no higher: at once
   CHECK(claim_reason(db, "u9", "b9", 1) == "budget_exhausted");
   // every change is listed (the refused --set 399 stored nothing), newest first
@@ -256,7 +250,7 @@ TEST_CASE("live: concurrent budget raises and stock adds all apply, one after th
   CHECK(db.count("SELECT count(DISTINCT before_value) FROM change_request WHERE kind = 'stock_add'") == n / 2);
 
   // a proposal's dry run names no change id; an unknown activity's list is an error
-  auto d = last_json(db.ok({"activity", "budget", "act", "--raise", "5", "--reason", "d", "--dry-run", "-o", "json"}));
+  auto d = rt::last_json(db.ok({"activity", "budget", "act", "--raise", "5", "--reason", "d", "--dry-run", "-o", "json"}));
   CHECK(d["id"].is_null());
   CHECK(d["message"].get<std::string>().find("change approve") == std::string::npos);
   db.ok({"activity", "change", "list", "--activity", "nope"}, 67);  // not found, as everywhere

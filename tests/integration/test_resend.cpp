@@ -21,12 +21,6 @@ namespace {
 const int64_t T0 = 1893456000000;  // 2030-01-01T00:00:00Z
 const int64_t kMin = 60'000;
 
-json last(const rt::Run& r) {
-  auto ls = rt::lines(r.out);
-  REQUIRE(!ls.empty());
-  return json::parse(ls.back());
-}
-
 struct World {
   TestDb db;
   Endpoint ep;
@@ -52,12 +46,12 @@ struct World {
   json claim(const std::string& user, const std::string& biz, int64_t when, std::vector<std::string> extra = {}) {
     std::vector<std::string> a{"claim", "act", "--user", user, "--biz-id", biz, "-o", "json"};
     a.insert(a.end(), extra.begin(), extra.end());
-    return last(db.ok(a, 0, at(when)));
+    return rt::last_json(db.ok(a, 0, at(when)));
   }
   json resend(int64_t when, std::vector<std::string> extra = {}) {
     std::vector<std::string> a{"resend", "-o", "json"};
     a.insert(a.end(), extra.begin(), extra.end());
-    return last(db.ok(a, 0, at(when)));
+    return rt::last_json(db.ok(a, 0, at(when)));
   }
   int64_t stock() { return db.count("SELECT sum(remain) FROM stock"); }
   int64_t budget() { return db.count("SELECT consumed_cents FROM budget"); }
@@ -138,13 +132,13 @@ TEST_CASE("resend: the channel's final no fails the grant and gives back stock, 
   CHECK(w.budget() == 0);
   CHECK(w.limits() == 0);
   CHECK(w.releases() == 1);
-  auto show = last(w.db.ok({"record", "show", g["record_code"], "-o", "json"}, 0, w.env));
+  auto show = rt::last_json(w.db.ok({"record", "show", g["record_code"], "-o", "json"}, 0, w.env));
   REQUIRE(show.contains("released"));
   CHECK(show["released"].get<std::string>().find("released stock 1 to bucket 0, budget 100 cents, limit counts") == 0);
   // nothing can release it again: not resend, not abandon
   w.resend(T0 + 10 * kMin);
   auto ab = w.db.ok({"resend", "abandon", g["bill_no"], "--reason", "x", "--yes", "-o", "json"}, 1, w.at(T0));
-  CHECK(last(ab)["changed"] == false);
+  CHECK(rt::last_json(ab)["changed"] == false);
   CHECK(w.stock() == 5);
   CHECK(w.budget() == 0);
   CHECK(w.releases() == 1);
@@ -173,7 +167,7 @@ TEST_CASE("resend: abandon fails the grant and releases once, also when two oper
   CHECK(bad.err.find("--reason is not valid UTF-8") != std::string::npos);
   w.db.ok({"resend", "abandon", std::string(300, 'B'), "--reason", "x", "--yes"}, 64, w.at(T0));
   w.db.ok({"resend", "list", "--activity", "\xc3("}, 64, w.at(T0));
-  auto dry = last(w.db.ok({"resend", "abandon", bill, "--reason", "user closed account", "--dry-run", "-o", "json"}, 0, w.at(T0)));
+  auto dry = rt::last_json(w.db.ok({"resend", "abandon", bill, "--reason", "user closed account", "--dry-run", "-o", "json"}, 0, w.at(T0)));
   CHECK(dry["changed"] == true);
   CHECK(w.stock() == 4);
   CHECK(w.releases() == 0);
@@ -226,7 +220,7 @@ TEST_CASE("resend: past its expiry a bill goes to manual, and resend retry bring
   const int64_t t = T0 + 8 * 24 * 60 * kMin;
   w.db.ok({"resend", "retry", bill, "--dry-run"}, 0, w.at(t));
   CHECK(w.db.count("SELECT count(*) FROM resend_bill WHERE state = 'manual'") == 1);
-  auto rr = last(w.db.ok({"resend", "retry", bill, "-o", "json"}, 0, w.at(t)));
+  auto rr = rt::last_json(w.db.ok({"resend", "retry", bill, "-o", "json"}, 0, w.at(t)));
   CHECK(rr["state"] == "pending");
   w.ep.set("ok");
   CHECK(w.resend(t)["counts"]["delivered"] == 1);
@@ -262,7 +256,7 @@ TEST_CASE("resend: two concurrent runs deliver each bill exactly once") {
   INFO(a.all() << b.all());
   REQUIRE(a.rc == 0);
   REQUIRE(b.rc == 0);
-  CHECK(last(a)["counts"]["delivered"].get<int64_t>() + last(b)["counts"]["delivered"].get<int64_t>() == 30);
+  CHECK(rt::last_json(a)["counts"]["delivered"].get<int64_t>() + rt::last_json(b)["counts"]["delivered"].get<int64_t>() == 30);
   auto seen = w.ep.seen();
   REQUIRE(seen.size() == 60);
   std::map<std::string, int> calls;

@@ -226,4 +226,10 @@ void TestDb::migrate() const {
   REQUIRE(r.rc == 0);
 }
 
+nlohmann::json last_json(const Run& r) {
+  auto ls = lines(r.out);
+  REQUIRE(!ls.empty());
+  return nlohmann::json::parse(ls.back());
+}
+
 }  // namespace rt

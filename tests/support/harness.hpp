@@ -3,6 +3,7 @@
 // the backend named by REWARDCTL_TEST_BACKEND (sqlite, or postgres against the server that
 // scripts/dev test starts and names in REWARDCTL_TEST_PG).
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,5 +70,8 @@ std::string read_file(const std::string& path);
 std::string make_temp_dir();
 // Every JSON line of a command's stdout.
 std::vector<std::string> lines(const std::string& s);
+// The last line of r's standard output, parsed as JSON (-o json prints one object per line).
+// Fails the test when there is no line.
+nlohmann::json last_json(const Run& r);
 
 }  // namespace rt
