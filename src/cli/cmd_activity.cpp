@@ -46,7 +46,12 @@ Actor actor(Ctx& ctx) { return Actor{ctx.settings.operator_name, opt.dry_run}; }
 
 Exit print_created(Ctx& ctx, const CreateResult& r) {
   for (auto& l : r.log) spdlog::info("{}{}", r.dry_run ? "dry run: " : "", l);
-  ctx.out.record({{"code", r.code}, {"state", r.state}, {"definition_hash", r.hash}, {"dry_run", r.dry_run}});
+  json j{{"code", r.code}, {"state", r.state}, {"definition_hash", r.hash}, {"dry_run", r.dry_run}};
+  if (r.version) {
+    j["version"] = r.version;
+    j["version_state"] = r.version_state;
+  }
+  ctx.out.record(j);
   return Exit::ok;
 }
 
@@ -54,13 +59,15 @@ Exit print_transition(Ctx& ctx, const TransitionResult& r) {
   bool refused = !r.changed && !r.dry_run;
   if (refused) spdlog::error("{}", r.message);
   else spdlog::info("{}", r.message);
-  ctx.out.record({{"code", r.code},
-                  {"changed", r.changed},
-                  {"dry_run", r.dry_run},
-                  {"from", r.from},
-                  {"to", r.to},
-                  {"state", r.changed ? r.to : r.from},
-                  {"message", r.message}});
+  json j{{"code", r.code},
+         {"changed", r.changed},
+         {"dry_run", r.dry_run},
+         {"from", r.from},
+         {"to", r.to},
+         {"state", r.changed ? r.to : r.from},
+         {"message", r.message}};
+  if (r.version) j["version"] = *r.version;  // from/to/state are that version's
+  ctx.out.record(j);
   return refused ? Exit::findings : Exit::ok;
 }
 
@@ -76,7 +83,8 @@ Exit run_update(Ctx& ctx) {
   std::string text;
   auto def = reviewed(ctx, text);
   auto st = ctx.open_store();
-  return print_created(ctx, update(*st, def, text, actor(ctx), ctx.now()));
+  CreateOptions o{opt.publish, ctx.settings.review_required};
+  return print_created(ctx, update(*st, def, text, actor(ctx), ctx.now(), o));
 }
 
 Exit run_apply(Ctx& ctx) {
@@ -117,8 +125,12 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   add_dry_run(create);
   on(create, ctx, run_create);
 
-  auto* update = g->add_subcommand("update", "Store a new version of an activity that is not yet live; voids approvals");
+  auto* update = g->add_subcommand(
+      "update", "Store a new definition version: replaces it before publishing (voids approvals); for a gray, live or "
+                "paused activity, proposes version N+1 for review while N keeps running (the tech approval switches)");
   update->add_option("-f,--file", opt.file, "Definition file (TOML), - for standard input")->required();
+  update->add_flag("--publish", opt.publish,
+                   "A running activity switches to the new version at once; only with review.required = false");
   add_dry_run(update);
   on(update, ctx, run_update);
 
@@ -206,12 +218,13 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     if (!c.out.json_mode()) {
       c.out.text("");
       c.out.rows({{"prize", "PRIZE"}, {"item", "ITEM"}, {"amount", "AMOUNT"}, {"stock", "STOCK"},
-                  {"stock_left", "LEFT"}, {"buckets", "BUCKETS"}, {"weight", "WEIGHT"}, {"channel", "CHANNEL"}},
+                  {"stock_left", "LEFT"}, {"buckets", "BUCKETS"}, {"weight", "WEIGHT"}, {"channel", "CHANNEL"},
+                  {"retired", "RETIRED"}},
                  std::vector<json>(j["prizes"].begin(), j["prizes"].end()));
       if (!j["reviews"].empty()) {
         c.out.text("");
-        c.out.rows({{"at", "AT"}, {"role", "ROLE"}, {"decision", "DECISION"}, {"operator", "OPERATOR"},
-                    {"voided", "VOIDED"}, {"comment", "COMMENT"}},
+        c.out.rows({{"at", "AT"}, {"version", "VERSION"}, {"role", "ROLE"}, {"decision", "DECISION"},
+                    {"operator", "OPERATOR"}, {"voided", "VOIDED"}, {"comment", "COMMENT"}},
                    std::vector<json>(j["reviews"].begin(), j["reviews"].end()));
       }
     }
@@ -232,14 +245,21 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     return Exit::ok;
   });
 
-  auto* history = g->add_subcommand("history", "Status log and audit trail of an activity, oldest first");
+  auto* history = g->add_subcommand(
+      "history", "Status log and audit trail of an activity, oldest first, then its definition versions");
   history->add_option("CODE", opt.code, "Activity code")->required();
   on(history, ctx, [](Ctx& c) {
     auto st = c.open_store();
-    std::vector<json> rows;
+    std::vector<json> rows, versions;
     for (auto& e : rc::activity::history(*st, opt.code)) rows.push_back(history_json(e));
+    for (auto& v : rc::activity::version_history(*st, opt.code)) versions.push_back(version_json(v));
     c.out.rows({{"at", "AT"}, {"source", "SOURCE"}, {"actor", "ACTOR"}, {"what", "WHAT"}, {"detail", "DETAIL"}}, rows,
                "event");
+    if (!c.out.json_mode()) c.out.text("");
+    c.out.rows({{"version", "VERSION"}, {"state", "STATE"}, {"hash", "SHA-256"}, {"proposed_by", "PROPOSED BY"},
+                {"at", "AT"}, {"product_by", "PRODUCT"}, {"tech_by", "TECH"}, {"switched_at", "SWITCHED"},
+                {"reason", "REASON"}},
+               versions, "version");
     return Exit::ok;
   });
 }

@@ -63,6 +63,7 @@ json activity_summary_json(const activity::ActivitySummary& s) {
                       {"weight", p.weight},
                       {"consolation", p.consolation},
                       {"blocked", p.blocked},
+                      {"retired", p.retired},
                       {"channel", p.channel}});
   out["prizes"] = prizes;
   json reviews = json::array();
@@ -72,6 +73,7 @@ json activity_summary_json(const activity::ActivitySummary& s) {
                        {"operator", r.operator_name},
                        {"definition_hash", r.definition_hash},
                        {"voided", r.voided},
+                       {"version", r.version ? json(*r.version) : json(nullptr)},
                        {"comment", r.comment.value_or("")},
                        {"at", format_utc(r.at)}});
   out["reviews"] = reviews;
@@ -102,6 +104,20 @@ json history_json(const activity::HistoryEvent& e) {
     j["to"] = e.to;
   }
   return j;
+}
+
+json version_json(const activity::VersionEntry& v) {
+  auto opt = [](const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); };
+  return {{"version", v.version},
+          {"state", v.state},
+          {"hash", v.definition_hash},
+          {"proposed_by", v.proposed_by},
+          {"at", format_utc(v.created_at)},
+          {"product_by", opt(v.product_by)},
+          {"tech_by", opt(v.tech_by)},
+          {"decided_by", opt(v.decided_by)},
+          {"switched_at", v.switched_at ? json(format_utc(*v.switched_at)) : json(nullptr)},
+          {"reason", opt(v.reason)}};
 }
 
 json ledger_balance_json(const std::string& user, const engine::LedgerBalance& b) {

@@ -13,6 +13,7 @@ nlohmann::json grant_json(const engine::GrantView& g);
 nlohmann::json activity_summary_json(const activity::ActivitySummary& s);
 nlohmann::json activity_list_json(const activity::ActivityListRow& a);
 nlohmann::json history_json(const activity::HistoryEvent& e);
+nlohmann::json version_json(const activity::VersionEntry& v);
 nlohmann::json ledger_balance_json(const std::string& user, const engine::LedgerBalance& b);
 nlohmann::json ledger_entry_json(const std::string& user, const engine::LedgerEntry& e);
 

@@ -9,12 +9,14 @@ void register_jobs(CLI::App& app, Ctx& ctx);    // expire, jobs history | locks 
 void register_resend(CLI::App& app, Ctx& ctx);  // resend, resend list | retry | abandon (cmd_resend.cpp)
 // activity blacklist | gray | stock | budget | change (cmd_activity_live.cpp)
 void register_activity_live(CLI::App& app, Ctx& ctx);
+void register_activity_version(CLI::App& app, Ctx& ctx);  // activity diff (cmd_activity_version.cpp)
 
 void register_all(CLI::App& app, Ctx& ctx) {
   register_db(app, ctx);
   register_activity(app, ctx);
   register_activity_def(app, ctx);
   register_activity_live(app, ctx);
+  register_activity_version(app, ctx);
   register_claim(app, ctx);
   register_import(app, ctx);
   register_reconcile(app, ctx);

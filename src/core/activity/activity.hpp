@@ -49,6 +49,8 @@ struct CreateOptions {
 struct CreateResult {
   int64_t id = 0;
   std::string code, state, hash;
+  int64_t version = 0;           // the definition version stored (0: nothing stored)
+  std::string version_state;     // its state (versions.hpp): current, pending_review, ...
   bool dry_run = false;
   std::vector<std::string> log;  // what was (or would be) done, for people
 };
@@ -61,8 +63,11 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
 
 // Stores a new version of an activity that is not yet live (pending_review, product_approved,
 // approved, rejected): replaces prizes, stock and budget, voids the approvals given to the old hash
-// and returns the activity to pending_review. An unchanged definition changes nothing.
-CreateResult update(store::Store& st, const Definition& d, const std::string& text, const Actor& who, Millis now);
+// and returns the activity to pending_review. An unchanged definition changes nothing. For a running
+// activity (gray, live, paused) it proposes version N+1 for review instead (versions.hpp: propose,
+// with opts.publish and opts.review_required).
+CreateResult update(store::Store& st, const Definition& d, const std::string& text, const Actor& who, Millis now,
+                    const CreateOptions& opts = {});
 
 struct ApplyResult {
   std::string action;         // created, unchanged or updated
@@ -83,6 +88,7 @@ struct TransitionResult {
   bool dry_run = false;
   std::string code, from, to;
   std::string message;  // for people: what happened, or why nothing did (naming the current state)
+  std::optional<int64_t> version;  // a version's review (versions.hpp): from/to are that version's states
 };
 
 enum class Role { product, tech };

@@ -3,6 +3,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/activity/read.hpp"
+#include "core/activity/versions.hpp"
 
 namespace rc::activity {
 
@@ -17,7 +18,7 @@ ActivitySummary show(store::Store& st, const std::string& code) {
     auto p = tx.query(
         "SELECT p.code, i.code, i.kind, p.amount, p.amount_max, p.stock_total, "
         "(SELECT COALESCE(SUM(s.remain), 0) FROM stock s WHERE s.prize_id = p.id), p.buckets, p.weight, "
-        "p.consolation, p.blocked, i.channel FROM prize p JOIN item i ON i.id = p.item_id "
+        "p.consolation, p.blocked, i.channel, p.retired FROM prize p JOIN item i ON i.id = p.item_id "
         "WHERE p.activity_id = $1 ORDER BY p.id",
         {id});
     for (auto& r : p.rows) {
@@ -34,14 +35,15 @@ ActivitySummary show(store::Store& st, const std::string& code) {
       x.consolation = r.i64(9) != 0;
       x.blocked = r.i64(10) != 0;
       x.channel = r.str(11);
+      x.retired = r.i64(12) != 0;
       out.prizes.push_back(std::move(x));
     }
     auto rv = tx.query(
-        "SELECT role, decision, operator, definition_hash, voided, comment, created_at FROM activity_review "
+        "SELECT role, decision, operator, definition_hash, voided, comment, created_at, version FROM activity_review "
         "WHERE activity_id = $1 ORDER BY id",
         {id});
     for (auto& r : rv.rows)
-      out.reviews.push_back({r.str(0), r.str(1), r.str(2), r.str(3), r.i64(4) != 0, r.opt_str(5), r.i64(6)});
+      out.reviews.push_back({r.str(0), r.str(1), r.str(2), r.str(3), r.i64(4) != 0, r.opt_str(5), r.i64(6), r.opt_i64(7)});
     auto g = tx.query("SELECT count(*), COALESCE(SUM(cost_cents), 0) FROM grants WHERE activity_id = $1 AND state <> 'reversed'",
                       {id});
     out.grants = g[0].i64(0);
@@ -107,6 +109,28 @@ std::vector<HistoryEvent> history(store::Store& st, const std::string& code) {
       return x.id < y.id;
     });
     for (auto& e : evs) out.push_back(std::move(e.e));
+  });
+  return out;
+}
+
+std::vector<VersionEntry> version_history(store::Store& st, const std::string& code) {
+  std::vector<VersionEntry> out;
+  st.transact(store::TxMode::read, [&](store::Tx& tx) {
+    out.clear();
+    auto a = get(tx, code);
+    // approvals made before schema v6 name no version: they belong to the version with their hash
+    auto rv = tx.query("SELECT role, operator, version, definition_hash FROM activity_review WHERE activity_id = $1 "
+                       "AND decision = 'approve' AND voided = 0 ORDER BY id",
+                       {a.id});
+    for (auto& v : versions_of(tx, a.id)) {
+      VersionEntry e{v.version, v.state, v.definition_hash, v.proposed_by, {}, {}, v.decided_by, v.reason,
+                     v.created_at, v.switched_at};
+      for (auto& r : rv.rows) {
+        const bool mine = r.is_null(2) ? r.str(3) == v.definition_hash : r.i64(2) == v.version;
+        if (mine) (r.str(0) == "product" ? e.product_by : e.tech_by) = r.str(1);
+      }
+      out.push_back(std::move(e));
+    }
   });
   return out;
 }

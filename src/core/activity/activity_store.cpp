@@ -5,6 +5,8 @@
 #include <set>
 
 #include "core/activity/activity.hpp"
+#include "core/activity/children.hpp"
+#include "core/activity/versions.hpp"
 #include "core/audit.hpp"
 #include "util/hash.hpp"
 
@@ -62,54 +64,73 @@ int64_t id_of(store::Store& st, const std::string& code) {
 
 bool is_final(const std::string& state) { return state == "ended" || state == "offline" || state == "rejected"; }
 
+int64_t insert_item(Session& s, int64_t activity_id, const ItemDef& it) {
+  return s
+      .query("INSERT INTO item (activity_id, code, kind, unit_cost_cents, channel) VALUES ($1, $2, $3, $4, $5) "
+             "RETURNING id",
+             {activity_id, it.code, it.kind, it.unit_cost_cents, it.channel})[0]
+      .i64(0);
+}
+
+store::Params prize_params(const Definition& d, const PrizeDef& p, int64_t item_id) {
+  const bool consolation = d.consolation && *d.consolation == p.code;
+  return {item_id, p.amount, store::opt(p.amount_max), p.limit ? store::Value(p.limit->count) : kNull,
+          p.limit ? store::Value(std::string(period_name(p.limit->period))) : kNull, p.weight,
+          int64_t(consolation ? 1 : 0), store::opt(p.validity_days)};
+}
+
+int64_t insert_prize(Session& s, int64_t activity_id, const Definition& d, const PrizeDef& p, int64_t item_id) {
+  store::Params params{activity_id, p.code, p.stock, p.stock_buckets};
+  auto rest = prize_params(d, p, item_id);
+  params.insert(params.end(), rest.begin(), rest.end());
+  const int64_t pid = s.query("INSERT INTO prize (activity_id, code, stock_total, buckets, item_id, amount, amount_max, "
+                              "user_limit, user_limit_period, weight, consolation, validity_days) "
+                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                              params)[0]
+                          .i64(0);
+  // Stock is spread evenly over the buckets; the first (stock % buckets) get one more.
+  const int64_t n = std::max<int64_t>(1, p.stock_buckets);
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t share = p.stock / n + (b < p.stock % n ? 1 : 0);
+    s.exec("INSERT INTO stock (prize_id, bucket, total, remain) VALUES ($1, $2, $3, $3)", {pid, b, share});
+  }
+  return pid;
+}
+
+void add_listed_users(Session& s, int64_t activity_id, const Definition& d) {
+  for (const auto* l : {&d.gray_users, &d.blacklist})
+    for (const auto& u : *l)
+      s.exec("INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+             {activity_id, std::string(l == &d.gray_users ? "gray" : "black"), u});
+}
+
+store::Params fuse_params(const FuseDef& f, int64_t prize_id) {
+  return {prize_id ? store::Value(prize_id) : kNull, f.window_seconds, store::opt(f.max_count),
+          store::opt(f.max_amount_cents), store::opt(f.pop_percent), store::opt(f.dod_percent), f.min_count};
+}
+
+void insert_fuse_rule(Session& s, int64_t activity_id, const FuseDef& f, int64_t prize_id) {
+  store::Params params{activity_id, f.name};
+  auto rest = fuse_params(f, prize_id);
+  params.insert(params.end(), rest.begin(), rest.end());
+  s.exec("INSERT INTO fuse_rule (activity_id, name, prize_id, window_seconds, max_count, max_amount_cents, "
+         "pop_percent, dod_percent, min_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+         params);
+}
+
 namespace {
 
 // Inserts everything a definition implies below the activity row: items, prizes, stock buckets,
 // budget, gray list and blacklist, fuse rules.
 void write_children(Session& s, int64_t activity_id, const Definition& d) {
   std::map<std::string, int64_t> item_ids, prize_ids;
-  for (const auto& it : d.items) {
-    auto r = s.query(
-        "INSERT INTO item (activity_id, code, kind, unit_cost_cents, channel) VALUES ($1, $2, $3, $4, $5) RETURNING id",
-        {activity_id, it.code, it.kind, it.unit_cost_cents, it.channel});
-    item_ids[it.code] = r[0].i64(0);
-  }
-  for (const auto& p : d.prizes) {
-    bool consolation = d.consolation && *d.consolation == p.code;
-    auto r = s.query(
-        "INSERT INTO prize (activity_id, code, item_id, amount, amount_max, stock_total, buckets, user_limit, "
-        "user_limit_period, weight, consolation, validity_days) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-        {activity_id, p.code, item_ids.at(p.item), p.amount, store::opt(p.amount_max), p.stock, p.stock_buckets,
-         p.limit ? store::Value(p.limit->count) : kNull,
-         p.limit ? store::Value(std::string(period_name(p.limit->period))) : kNull, p.weight,
-         int64_t(consolation ? 1 : 0), store::opt(p.validity_days)});
-    int64_t pid = r[0].i64(0);
-    prize_ids[p.code] = pid;
-    // Stock is spread evenly over the buckets; the first (stock % buckets) get one more.
-    int64_t n = std::max<int64_t>(1, p.stock_buckets);
-    for (int64_t b = 0; b < n; ++b) {
-      int64_t share = p.stock / n + (b < p.stock % n ? 1 : 0);
-      s.exec("INSERT INTO stock (prize_id, bucket, total, remain) VALUES ($1, $2, $3, $3)", {pid, b, share});
-    }
-  }
+  for (const auto& it : d.items) item_ids[it.code] = insert_item(s, activity_id, it);
+  for (const auto& p : d.prizes) prize_ids[p.code] = insert_prize(s, activity_id, d, p, item_ids.at(p.item));
   if (d.budget_cents)
     s.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents) VALUES ($1, $2, 0)",
            {activity_id, *d.budget_cents});
-  for (const auto& u : d.gray_users)
-    s.exec("INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, 'gray', $2) ON CONFLICT DO NOTHING",
-           {activity_id, u});
-  for (const auto& u : d.blacklist)
-    s.exec(
-        "INSERT INTO activity_user_list (activity_id, list, user_id) VALUES ($1, 'black', $2) ON CONFLICT DO NOTHING",
-        {activity_id, u});
-  for (const auto& f : d.fuses)
-    s.exec(
-        "INSERT INTO fuse_rule (activity_id, prize_id, name, window_seconds, max_count, max_amount_cents, pop_percent, "
-        "dod_percent, min_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        {activity_id, f.prize ? store::Value(prize_ids.at(*f.prize)) : kNull, f.name, f.window_seconds,
-         store::opt(f.max_count), store::opt(f.max_amount_cents), store::opt(f.pop_percent), store::opt(f.dod_percent),
-         f.min_count});
+  add_listed_users(s, activity_id, d);
+  for (const auto& f : d.fuses) insert_fuse_rule(s, activity_id, f, f.prize ? prize_ids.at(*f.prize) : 0);
 }
 
 void delete_children(Session& s, int64_t activity_id) {
@@ -166,6 +187,9 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
       res.id = r[0].i64(0);
       log_status(tx, {"activity", res.id, std::nullopt, "pending_review", who.name, "created", std::nullopt}, now);
       write_children(tx, res.id, d);
+      record_current(tx, res.id, 1, text, res.hash, who.name, "created", now);
+      res.version = 1;
+      res.version_state = "current";
       audit(tx, who.name, "activity.create", "activity", d.code, summary_json(d, res.hash), now);
       res.log.push_back("created " + d.code + " (pending_review), " + std::to_string(d.prizes.size()) + " prize(s)");
       if (opts.publish) {
@@ -187,7 +211,13 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
   return res;
 }
 
-CreateResult update(store::Store& st, const Definition& d, const std::string& text, const Actor& who, Millis now) {
+CreateResult update(store::Store& st, const Definition& d, const std::string& text, const Actor& who, Millis now,
+                    const CreateOptions& opts) {
+  {
+    std::optional<ActivityRow> a;
+    st.transact(store::TxMode::read, [&](store::Tx& tx) { a = find(tx, d.code); });
+    if (a && is_running(a->state)) return propose(st, d, text, {opts.publish, opts.review_required}, who, now);
+  }
   CreateResult res;
   res.code = d.code;
   res.hash = sha256_hex(text);
@@ -200,8 +230,8 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
     static const std::set<std::string> editable{"pending_review", "product_approved", "approved", "rejected"};
     if (!editable.count(a.state))
       throw Error(Exit::findings, "activity '" + d.code + "' is " + a.state +
-                                      ": only an activity that is not yet live can be updated "
-                                      "(pending_review, product_approved, approved, rejected)");
+                                      (is_running(a.state) ? " (it started running meanwhile): run activity update again"
+                                                           : ": an activity that has ended or is offline cannot change"));
     if (a.definition_hash == res.hash) {
       res.log.push_back("definition unchanged (same SHA-256): nothing to do");
       tx.rollback_only();
@@ -217,6 +247,9 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
     if (n != 1) throw Error(Exit::temp_fail, "activity '" + d.code + "' changed concurrently: try again");
     delete_children(tx, a.id);
     write_children(tx, a.id, d);
+    record_current(tx, a.id, a.version + 1, text, res.hash, who.name, "definition changed before publishing", now);
+    res.version = a.version + 1;
+    res.version_state = "current";
     int64_t voided = tx.exec("UPDATE activity_review SET voided = 1 WHERE activity_id = $1 AND voided = 0", {a.id});
     if (a.state != "pending_review") {
       transition(tx, "activity", "activity", a.id, a.state, "pending_review", who.name,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/activity/activity.hpp"
+#include "core/activity/versions.hpp"
 #include "core/activity/window.hpp"
 #include "core/audit.hpp"
 
@@ -61,6 +62,10 @@ TransitionResult approve(store::Store& st, const std::string& code, Role role, c
   TransitionResult res;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     auto a = get(tx, code);
+    if (is_running(a.state)) {  // the review of a new version (versions.hpp)
+      res = approve_version(tx, a, role, comment, pol, who, now);
+      return;
+    }
     const std::string expected = role == Role::product ? "pending_review" : "product_approved";
     const std::string to = role == Role::product ? "product_approved" : "approved";
     if (a.state != expected) {
@@ -96,9 +101,9 @@ TransitionResult approve(store::Store& st, const std::string& code, Role role, c
       return;
     }
     tx.exec(
-        "INSERT INTO activity_review (activity_id, role, decision, operator, definition_hash, comment, created_at) "
-        "VALUES ($1, $2, 'approve', $3, $4, $5, $6)",
-        {a.id, std::string(role_name(role)), who.name, a.definition_hash, store::opt(comment), now});
+        "INSERT INTO activity_review (activity_id, role, decision, operator, definition_hash, comment, created_at, "
+        "version) VALUES ($1, $2, 'approve', $3, $4, $5, $6, $7)",
+        {a.id, std::string(role_name(role)), who.name, a.definition_hash, store::opt(comment), now, a.version});
     audit(tx, who.name, "activity.approve", "activity", code,
           nlohmann::json{{"role", role_name(role)}, {"hash", a.definition_hash}, {"comment", comment.value_or("")}}.dump(),
           now);
@@ -111,6 +116,10 @@ TransitionResult reject(store::Store& st, const std::string& code, Role role, co
   TransitionResult res;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     auto a = get(tx, code);
+    if (is_running(a.state)) {  // the review of a new version (versions.hpp)
+      res = reject_version(tx, a, role, reason, who, now);
+      return;
+    }
     if (a.state != "pending_review" && a.state != "product_approved") {
       res = refused(a, "reject", "pending_review, product_approved");
       tx.rollback_only();
@@ -127,9 +136,9 @@ TransitionResult reject(store::Store& st, const std::string& code, Role role, co
       return;
     }
     tx.exec(
-        "INSERT INTO activity_review (activity_id, role, decision, operator, definition_hash, comment, created_at) "
-        "VALUES ($1, $2, 'reject', $3, $4, $5, $6)",
-        {a.id, std::string(role_name(role)), who.name, a.definition_hash, reason, now});
+        "INSERT INTO activity_review (activity_id, role, decision, operator, definition_hash, comment, created_at, "
+        "version) VALUES ($1, $2, 'reject', $3, $4, $5, $6, $7)",
+        {a.id, std::string(role_name(role)), who.name, a.definition_hash, reason, now, a.version});
     audit(tx, who.name, "activity.reject", "activity", code,
           nlohmann::json{{"role", role_name(role)}, {"reason", reason}}.dump(), now);
   });

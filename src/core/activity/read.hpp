@@ -16,6 +16,7 @@ struct PrizeSummary {
   std::optional<int64_t> amount_max;  // a red packet's range is amount..amount_max
   int64_t stock = 0, stock_left = 0, buckets = 1, weight = 0;
   bool consolation = false, blocked = false;
+  bool retired = false;  // the current version no longer has it: never drawn, its stock still accounted
 };
 
 struct ReviewEntry {
@@ -23,6 +24,7 @@ struct ReviewEntry {
   bool voided = false;
   std::optional<std::string> comment;
   Millis at = 0;
+  std::optional<int64_t> version;  // the definition version decided on (none: before schema v6)
 };
 
 struct BudgetSummary {
@@ -61,5 +63,17 @@ struct HistoryEvent {
 // Status log and audit rows of the activity, oldest first (a status change before the audit row of
 // the same instant). Throws Error(data) when there is no such activity.
 std::vector<HistoryEvent> history(store::Store& st, const std::string& code);
+
+struct VersionEntry {
+  int64_t version = 0;
+  std::string state, definition_hash, proposed_by;
+  std::optional<std::string> product_by, tech_by;  // the approvals this version holds
+  std::optional<std::string> decided_by, reason;   // who rejected it and why; or who switched to it
+  Millis created_at = 0;
+  std::optional<Millis> switched_at;               // when it became current
+};
+// The activity's definition versions (versions.hpp), oldest first, with who proposed and approved
+// each. Throws Error(not_found) when there is no such activity.
+std::vector<VersionEntry> version_history(store::Store& st, const std::string& code);
 
 }  // namespace rc::activity

@@ -28,6 +28,11 @@ struct ActivityGate {
 std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code, const std::string& user,
                                       const std::string& biz_id);
 
+// Throws store::Retryable (the claim's transaction runs again) when the activity's version is no
+// longer `version` (the gate's read): a switch committed between the gate's snapshot and its lock.
+// REQUIRES: after read_gate in the same transaction (the lock is held). A no-op on SQLite.
+void check_version(store::Session& s, int64_t activity_id, int64_t version);
+
 // Why the gate refuses at `now` (ended, not_live, not_started, paused, not_in_gray_list), or "".
 std::string gate_rejection(const ActivityGate& a, Millis now);
 

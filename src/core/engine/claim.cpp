@@ -122,7 +122,7 @@ struct ClaimRun {
     ng.cost_cents = *cost;
     ng.bucket = preferred_bucket(r.user, p.buckets);
     ng.draw_value = draw_value;
-    if (cat.kind == "lottery") ng.pool_version = version;
+    ng.pool_version = version;  // every grant records the definition version whose rules it followed
     if (degraded_from) ng.degraded_from = degraded_from->id;
     ng.channel = p.channel;
     ng.source = r.source;
@@ -171,6 +171,7 @@ struct ClaimRun {
   // pending -> init for the held grant, with what the flow chose; nullopt when it is no longer
   // pending (another release or a confirm won).
   std::optional<int64_t> adopt_held(const NewGrant& ng) {
+    check_version(tx, ng.activity_id, *ng.pool_version);
     if (!transition(tx, "grants", "grant", held_id, "pending", "init", ng.actor, ng.why, now,
                     ", prize_id = $5, amount = $6, cost_cents = $7, bucket = $8, draw_value = $9, pool_version = $10, "
                     "degraded_from = $11, channel = $12, expires_at = $13, reason = NULL",

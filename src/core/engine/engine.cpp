@@ -40,6 +40,11 @@ std::shared_ptr<const ActivityCatalog> Engine::catalog(store::Session& s, const 
     if (it != catalogs_.end() && it->second->id == id && it->second->version == version) return it->second;
   }
   auto c = load_catalog(s, id);
+  // The claim follows one version's rules: a catalog of another version than the gate read (a
+  // switch committed in between) makes the claim run again.
+  if (c->version != version)
+    throw store::Retryable("activity '" + code + "' switched to version " + std::to_string(c->version) +
+                           " during the claim: the claim runs again under it");
   std::lock_guard<std::mutex> l(mu_);
   catalogs_[code] = c;
   return c;

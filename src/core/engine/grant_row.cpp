@@ -19,13 +19,18 @@ std::optional<int64_t> insert_grant(store::Session& s, const NewGrant& g, Millis
   if (s.dialect() == store::Dialect::postgres) {
     // One round trip for the grant and its status-log row (a data-modifying CTE): fewer round
     // trips per claim is what keeps PostgreSQL's throughput close to the raw claim.
+    // The same statement reads the activity's version (activity_gate.hpp, check_version): a grant
+    // is written under the version whose rules the claim followed, or the claim runs again.
     params.insert(params.end(), {g.actor, g.why});
     auto ins = s.query("WITH g AS (" + kInsert +
-                           ") INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, "
+                           "), l AS (INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, "
                            "request_id, created_at) SELECT 'grant', g.id, NULL, 'init', $17, $18, NULL, $16 FROM g "
-                           "RETURNING entity_id",
+                           "RETURNING entity_id) SELECT l.entity_id, (SELECT a.version FROM activity a WHERE a.id = $3) "
+                           "FROM l",
                        params);
     if (ins.empty()) return std::nullopt;
+    if (g.pool_version && ins[0].i64(1) != *g.pool_version)
+      throw store::Retryable("activity switched to a new version during the claim: the claim runs again under it");
     return ins[0].i64(0);
   }
   auto ins = s.query(kInsert, params);

@@ -20,7 +20,9 @@ struct NewGrant {
 };
 
 // Inserts the grant (init) and its status-log row; returns its id, or nullopt when a grant with the
-// same biz_id exists (a twin won). On PostgreSQL both rows go in one round trip.
+// same biz_id exists (a twin won). On PostgreSQL both rows go in one round trip, which also reads the
+// activity's version: when g.pool_version (the definition version the claim followed) is no longer
+// it, throws store::Retryable and the claim runs again under the new version.
 std::optional<int64_t> insert_grant(store::Session& s, const NewGrant& g, Millis now);
 
 // Records the bucket the stock actually came from, when it differs from the one first tried.
