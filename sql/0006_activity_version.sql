@@ -38,3 +38,6 @@ ALTER TABLE activity_review ADD COLUMN version BIGINT;
 -- a prize that the current version no longer has: its row and stock stay (reconcile still balances
 -- them, a reversal still returns a unit), but no claim draws it
 ALTER TABLE prize ADD COLUMN retired INTEGER NOT NULL DEFAULT 0;
+-- the prize's place in its version's definition: a direct claim's default is the first prize of the
+-- running version, whatever order the rows were added in (0 before schema v6: by id)
+ALTER TABLE prize ADD COLUMN position INTEGER NOT NULL DEFAULT 0;

@@ -76,7 +76,7 @@ store::Params prize_params(const Definition& d, const PrizeDef& p, int64_t item_
   const bool consolation = d.consolation && *d.consolation == p.code;
   return {item_id, p.amount, store::opt(p.amount_max), p.limit ? store::Value(p.limit->count) : kNull,
           p.limit ? store::Value(std::string(period_name(p.limit->period))) : kNull, p.weight,
-          int64_t(consolation ? 1 : 0), store::opt(p.validity_days)};
+          int64_t(consolation ? 1 : 0), store::opt(p.validity_days), int64_t(&p - d.prizes.data())};
 }
 
 int64_t insert_prize(Session& s, int64_t activity_id, const Definition& d, const PrizeDef& p, int64_t item_id) {
@@ -84,8 +84,8 @@ int64_t insert_prize(Session& s, int64_t activity_id, const Definition& d, const
   auto rest = prize_params(d, p, item_id);
   params.insert(params.end(), rest.begin(), rest.end());
   const int64_t pid = s.query("INSERT INTO prize (activity_id, code, stock_total, buckets, item_id, amount, amount_max, "
-                              "user_limit, user_limit_period, weight, consolation, validity_days) "
-                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                              "user_limit, user_limit_period, weight, consolation, validity_days, position) "
+                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
                               params)[0]
                           .i64(0);
   // Stock is spread evenly over the buckets; the first (stock % buckets) get one more.

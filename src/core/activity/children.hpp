@@ -13,7 +13,8 @@ namespace rc::activity {
 // Returns the new item's id.
 int64_t insert_item(store::Session& s, int64_t activity_id, const ItemDef& it);
 // The prize's configuration as bound parameters, in this order: item_id, amount, amount_max,
-// user_limit, user_limit_period, weight, consolation, validity_days (stock is not configuration).
+// user_limit, user_limit_period, weight, consolation, validity_days, position (its index in
+// d.prizes; REQUIRES: p is an element of d.prizes). Stock is not configuration.
 store::Params prize_params(const Definition& d, const PrizeDef& p, int64_t item_id);
 // Inserts the prize and its stock, spread evenly over its buckets; returns the prize's id.
 int64_t insert_prize(store::Session& s, int64_t activity_id, const Definition& d, const PrizeDef& p, int64_t item_id);

@@ -84,7 +84,8 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
     auto rest = prize_params(d, p, items.at(p.item));
     params.insert(params.end(), rest.begin(), rest.end());
     auto r = tx.query("UPDATE prize SET item_id = $3, amount = $4, amount_max = $5, user_limit = $6, user_limit_period = $7, "
-                      "weight = $8, consolation = $9, validity_days = $10, retired = 0 WHERE activity_id = $1 AND code = $2 "
+                      "weight = $8, consolation = $9, validity_days = $10, position = $11, retired = 0 "
+                      "WHERE activity_id = $1 AND code = $2 "
                       "RETURNING id",
                       params);
     if (r.empty()) {

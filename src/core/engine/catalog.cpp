@@ -32,7 +32,8 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   auto ps = s.query(
       "SELECT p.id, p.code, i.code, i.kind, i.channel, p.amount, p.amount_max, i.unit_cost_cents, p.buckets, "
       "p.user_limit, p.user_limit_period, p.weight, p.consolation, p.validity_days "
-      "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.retired = 0 ORDER BY p.id",
+      "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.retired = 0 "
+      "ORDER BY p.position, p.id",
       {activity_id});
   std::vector<int64_t> weights;
   for (auto& row : ps.rows) {
