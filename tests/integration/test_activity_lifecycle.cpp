@@ -169,13 +169,17 @@ TEST_CASE("activity: a definition changed after approval voids the approvals") {
   db.ok({"activity", "approve", "act", "--as", "tech", "--operator", "carol"}, 1);
   auto show = json::parse(db.ok({"activity", "show", "act", "-o", "json"}).out);
   CHECK(show["reviews"][0]["voided"] == true);
-  // live activities cannot be updated
+  // a live activity's update is a new version in review: the running one keeps its stock
   db.ok({"activity", "approve", "act", "--as", "product", "--operator", "bob"});
   db.ok({"activity", "approve", "act", "--as", "tech", "--operator", "carol"});
   db.ok({"activity", "publish", "act", "--full"});
   Spec again;
   again.stock = 70;
-  db.ok({"activity", "update", "-f", create_file(db, again)}, 1);
+  auto up = json::parse(db.ok({"activity", "update", "-f", create_file(db, again), "-o", "json"}).out);
+  CHECK(up["version"] == 3);
+  CHECK(up["version_state"] == "pending_review");
+  CHECK(state(db) == "live");
+  CHECK(db.count("SELECT version FROM activity") == 2);
   CHECK(db.count("SELECT SUM(total) FROM stock") == 50);
 }
 

@@ -40,8 +40,8 @@ ApplyResult apply(store::Store& st, const Definition& d, const std::string& text
         row->state == "offline")
       throw Error(Exit::data, "activity '" + d.code + "' is " + row->state + " with definition sha256 " +
                                   row->definition_hash + "; the file has sha256 " + hash +
-                                  ": the definition of an activity that has been published cannot change "
-                                  "(create a new code, or take this one offline)");
+                                  ": apply never changes the definition of an activity that has been published "
+                                  "(a running one takes a reviewed new version: activity update -f FILE)");
     res.result = update(st, d, text, who, now);
     res.action = "updated";
     return res;
