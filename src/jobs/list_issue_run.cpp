@@ -312,7 +312,12 @@ class Worker {
 };
 
 std::string batch_state(store::Store& st, int64_t batch_id) {
-  auto r = st.query("SELECT state FROM list_batch WHERE id = $1", {batch_id});
+  // PostgreSQL: FOR SHARE waits for a cancel in flight (it updates the batch row first, then locks
+  // the pending items, so a worker's SKIP LOCKED chunk came back empty) and reads its outcome;
+  // a plain read would see "running" and the worker would end as if the batch were done.
+  auto r = st.query(std::string("SELECT state FROM list_batch WHERE id = $1") +
+                        (st.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
+                    {batch_id});
   return r.empty() ? "" : r[0].str(0);
 }
 
