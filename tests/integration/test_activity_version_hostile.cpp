@@ -42,7 +42,7 @@ bool switched(const TestDb& db) {
 
 }  // namespace
 
-TEST_CASE("version hostile: 8 updates at once propose exactly one version; the others change nothing") {
+TEST_CASE("version hostile: 8 updates at once propose exactly one version, the others change nothing") {
   TestDb db;
   db.migrate();
   seed(db, prizes({"pa"}));
@@ -68,7 +68,7 @@ TEST_CASE("version hostile: 8 updates at once propose exactly one version; the o
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'activity_version'") == 2);
 }
 
-TEST_CASE("version hostile: tech approvals racing switch once; the losers change nothing") {
+TEST_CASE("version hostile: tech approvals racing switch once, the losers change nothing") {
   TestDb db;
   db.migrate();
   seed(db, prizes({"pa"}));
@@ -195,4 +195,44 @@ TEST_CASE("version hostile: a version that replaces every prize, and one with 30
   // a reversal of a grant of a retired prize still returns its unit
   db.ok({"reverse", "--biz-id", "b2", "--reason", "refund", "--yes"});
   CHECK(db.count("SELECT SUM(remain) FROM stock s JOIN prize p ON p.id = s.prize_id WHERE p.code = 'pk'") == 100);
+}
+
+TEST_CASE("version hostile: the switch waits for a claim in flight, which commits under the version it read") {
+  TestDb db;
+  db.migrate();
+  seed(db, prizes({"pa"}));
+  db.ok({"activity", "update", "-f", write_file(db.dir(), "v2.toml", definition(prizes({"pb"}))), "--operator", "dave"});
+  db.ok({"activity", "approve", "act", "--as", "product", "--operator", "bob"});
+  auto box = engine(db);
+  pid_t pid = 0;
+  box.store->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+    rc::engine::ClaimRequest r;
+    r.activity = "act";
+    r.user = "u1";
+    r.biz_id = "in-flight";
+    auto o = box.engine->claim_many(tx, {r});
+    REQUIRE(o.at(0).status == rc::engine::Status::granted);
+    CHECK(o[0].grant->prize == "pa");
+    CHECK(*o[0].grant->pool_version == 1);
+    // the tech approval starts while this claim is open: it must wait for it
+    pid = spawn(db, {"activity", "approve", "act", "--as", "tech", "--operator", "carol"});
+    if (is_pg())
+      CHECK(eventually([&] {
+        return db.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE "
+                        "'%pg_advisory_xact_lock(%'") == 1;
+      }));
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(db.count("SELECT version FROM activity WHERE code = 'act'") == 1);
+  });
+  int stt = 0;
+  waitpid(pid, &stt, 0);
+  CHECK(WIFEXITED(stt));
+  CHECK(WEXITSTATUS(stt) == 0);
+  CHECK(switched(db));
+  // the claim committed before the switch, under version 1; the next one follows version 2
+  CHECK(db.count("SELECT pool_version FROM grants WHERE biz_id = 'in-flight'") == 1);
+  auto j = last_json(db.ok({"claim", "act", "--user", "u2", "--biz-id", "after", "-o", "json"}));
+  CHECK(j["prize"] == "pb");
+  CHECK(j["pool_version"] == 2);
 }

@@ -2,6 +2,7 @@
 // man page, and the README names the two set-up commands that .ci/run uses.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -80,4 +81,17 @@ TEST_CASE("docs: the README holds the two set-up commands and .ci/run calls the 
   CHECK(readme.find("scripts/dev demo") != std::string::npos);
   CHECK(readme.find("scripts/dev test") != std::string::npos);
   CHECK(rt::read_file(src + "/.ci/run").find("scripts/dev test") != std::string::npos);
+}
+
+TEST_CASE("docs: no test case name holds a semicolon (ctest would split it into names that run nothing)") {
+  const std::string src = REWARDCTL_SOURCE_DIR;
+  const std::regex name("TEST_CASE\\(\"([^\"]*)\"");
+  for (const char* dir : {"/tests/integration", "/tests/unit"})
+    for (auto& f : std::filesystem::directory_iterator(src + dir)) {
+      const std::string text = rt::read_file(f.path().string());
+      for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
+        CAPTURE(f.path().string());
+        CHECK((*it)[1].str().find(';') == std::string::npos);
+      }
+    }
 }
