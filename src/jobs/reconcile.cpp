@@ -91,7 +91,8 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
         continue;
       }
       auto t0 = std::chrono::steady_clock::now();
-      auto [sql, params] = bind_named(c.sql, values);
+      const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
+      auto [sql, params] = bind_named(own ? c.sqlite_sql : c.sql, values);
       spdlog::trace("reconcile check {}: {}", c.info.name, sql);
       auto r = tx.query(sql, params);
       for (auto& row : r.rows) {

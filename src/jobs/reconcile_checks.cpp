@@ -1,4 +1,6 @@
-// The reconcile checks: one set-based query each, the same text on SQLite and PostgreSQL.
+// The reconcile checks: one set-based query each, the same text on SQLite and PostgreSQL except where
+// a dialect has a much cheaper form of the same question (status_log: a window on PostgreSQL, index
+// seeks on SQLite; both return the same rows).
 //
 // Every query returns rows of (entity, key, expected, actual, detail, at): one row per difference,
 // nothing when the books agree. Named parameters (bound, numbered per query by bind_named):
@@ -108,16 +110,19 @@ const std::string kQualifications =
 // limits: per scope and user, the counters summed over their periods equal the grants they count,
 // and no counter is over its limit. Keys: "a:ACTIVITY/USER" (activity limit), "p:ACTIVITY/PRIZE/USER".
 const std::string kLimits =
-    "WITH held AS (SELECT g.activity_id, g.prize_id, g.user_id FROM grants g WHERE g.state IN " + H +
-    " AND g.activity_id IN " + kActIds +
-    ") "
+    // the grants are counted per (activity or prize, user) first, by id, and named after: the
+    // grouping works on integers, and only the scopes that have a limit are read (no prize with a
+    // limit anywhere: the prize branch reads nothing)
     "SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), CAST(sum(x.c) AS TEXT), "
     "'counters of all periods against the grants they count', NULL FROM ("
-    "SELECT 'a:' || a.code AS k, h.user_id, count(*) AS e, 0 AS c FROM held h JOIN activity a ON a.id = h.activity_id "
-    "WHERE a.user_limit IS NOT NULL GROUP BY a.code, h.user_id "
-    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, count(*), 0 FROM held h "
-    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL "
-    "GROUP BY a.code, p.code, h.user_id "
+    "SELECT 'a:' || a.code AS k, h.user_id, h.n AS e, 0 AS c FROM (SELECT g.activity_id, g.user_id, count(*) AS n "
+    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE "
+    "a.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.activity_id, g.user_id) h JOIN activity a ON a.id = h.activity_id "
+    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, h.n, 0 FROM (SELECT g.prize_id, g.user_id, "
+    "count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE p.user_limit IS NOT NULL) "
+    "AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
+    "ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.prize_id, g.user_id) h "
+    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id "
     "UNION ALL SELECT 'a:' || a.code, lc.user_id, 0, lc.used FROM activity a JOIN limit_counter lc "
     "ON lc.scope = 'a:' || a.id WHERE " + kAct +
     " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.user_id, 0, lc.used FROM activity a "
@@ -150,10 +155,12 @@ const std::string kStuck =
 // from-state is the previous row's to-state (the first row's is empty: the creation), and every
 // logged record exists. Qualifications are created by imports without a log row: for them the
 // chain starts at its first row, and a qualification without rows is fine.
-// One pass: the log in (entity, id, row) order with each row's predecessor (lag) and successor
-// (lead); only last rows and broken links go on, each looking its record up by primary key (a
-// broken link that is not a last row has a negative join id and finds nothing: it looks its key up
-// alone, it is rare). Records without any row are found by an anti-join on the log's index.
+// One ordered pass over the log (the covering index status_log_chain of migration 0006 gives the
+// order and every column, so no sort and no table lookups): each row with its predecessor's
+// to-state (lag) and whether it is the last of its record (lead). Only last rows and broken links
+// go on. Broken links are rare and look their key up alone; last rows meet their records in one
+// hash (PostgreSQL) or primary-key (SQLite) full join per kind of record, which also finds records
+// without any row and rows whose record is gone. A broken last row is reported as broken only.
 const std::string kLoggedEntities =
     "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event')";
 const std::string kBroken =
@@ -171,49 +178,79 @@ const std::string kKeyOf =
     kActIds + ") "
     "WHEN 'fuse_event' THEN (SELECT f.batch_no FROM fuse_event f WHERE f.id = x.entity_id AND f.activity_id IN " +
     kActIds + ") END";
-// The current state of x's record, from the primary-key lookups below.
-const std::string kCur = "coalesce(cg.state, ca.state, cq.status, cr.state, ci.state, cf.state)";
-const std::string kInScope = "(CAST(:activity AS TEXT) IS NULL OR " + kKeyOf + " IS NOT NULL)";
-std::string no_log_rows(const std::string& entity, const std::string& from_where_key, const std::string& alias) {
-  return " UNION ALL SELECT '" + entity + "', " + from_where_key + " AND NOT EXISTS (SELECT 1 FROM status_log l WHERE "
-         "l.entity = '" + entity + "' AND l.entity_id = " + alias + ".id)";
+
+// A kind of logged record for the last-row join: its table (aliased t), its key, its state, whether
+// a record in --activity's scope (given that t exists), and whether it must have a log row.
+struct LoggedKind {
+  std::string entity, from, key, state, in_scope;
+  bool needs_rows;
+};
+std::string last_rows_against(const LoggedKind& k) {
+  // l: the last row of each logged record of this kind (NULL: the record has no row);
+  // t: the record (NULL: the rows' record is gone, reported only without --activity).
+  return " UNION ALL SELECT '" + k.entity + "', coalesce(" + k.key + ", '#' || l.entity_id), "
+         "CASE WHEN l.id IS NULL THEN 'a log row' WHEN t.id IS NULL THEN 'the record' ELSE l.to_state END, "
+         "CASE WHEN t.id IS NULL THEN 'missing' ELSE " + k.state + " END, "
+         "CASE WHEN l.id IS NULL THEN 'no status-log row at all' "
+         "WHEN t.id IS NULL THEN l.n || ' log row(s), the last to ' || l.to_state "
+         "ELSE 'current state against the last log row ' || l.id END, NULL "
+         "FROM (SELECT x.entity_id, x.id, x.to_state, x.n, x.broken FROM x WHERE x.entity = '" + k.entity +
+         "' AND x.last = 1) l " + (k.needs_rows ? "FULL" : "LEFT") + " JOIN " + k.from + " ON t.id = l.entity_id "
+         "WHERE (l.id IS NULL OR (l.broken = 0 AND (t.id IS NULL OR l.to_state <> " + k.state + "))) "
+         "AND CASE WHEN t.id IS NULL THEN CAST(:activity AS TEXT) IS NULL ELSE " + k.in_scope + " END";
 }
-const std::string kStatusLog =
+const std::vector<LoggedKind> kLoggedKinds = {
+    {"grant", "grants t", "t.record_code", "t.state", "t.activity_id IN " + kActIds, true},
+    {"activity", "activity t", "t.code", "t.state", "(CAST(:activity AS TEXT) IS NULL OR t.code = :activity)", true},
+    {"qualification", "qualification t",
+     "(SELECT a.code FROM activity a WHERE a.id = t.activity_id) || '/' || t.user_id", "t.status",
+     "t.activity_id IN " + kActIds, false},
+    {"resend_bill", "resend_bill t", "t.bill_no", "t.state",
+     "EXISTS (SELECT 1 FROM grants g WHERE g.id = t.grant_id AND g.activity_id IN " + kActIds + ")", true},
+    {"import_run", "import_run t", "t.import_id", "t.state", "t.activity_id IN " + kActIds, true},
+    {"fuse_event", "fuse_event t", "t.batch_no", "t.state", "t.activity_id IN " + kActIds, true},
+};
+// The last rows and broken links, as x (entity, entity_id, id, from_state, to_state, prev_to, n: the
+// record's row count on a last row, last, broken), in each dialect's cheapest form.
+// PostgreSQL: one window pass over the index-only scan (lag: the predecessor; lead: is it the last).
+const std::string kChainPostgres =
     "WITH lg AS (SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
     "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
     "FROM status_log l WHERE l.entity IN " + kLoggedEntities +
     " WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)), "
     "x AS MATERIALIZED (SELECT lg.entity, lg.entity_id, lg.id, lg.from_state, lg.to_state, lg.prev_to, lg.n, "
-    "CASE WHEN lg.next_id IS NULL THEN lg.entity_id ELSE -lg.id END AS join_id, "
     "CASE WHEN lg.next_id IS NULL THEN 1 ELSE 0 END AS last, "
-    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")) "
-    "SELECT x.entity, coalesce(" + kKeyOf + ", '#' || x.entity_id), "
-    "CASE WHEN x.broken = 1 THEN coalesce(x.prev_to, '(created)') WHEN " + kCur + " IS NULL THEN 'the record' "
-    "ELSE x.to_state END, "
-    "CASE WHEN x.broken = 1 THEN coalesce(x.from_state, '(created)') WHEN " + kCur + " IS NULL THEN 'missing' ELSE " +
-    kCur + " END, "
-    "CASE WHEN x.broken = 1 THEN 'log row ' || x.id || ' (to ' || x.to_state || ') does not start where the previous "
-    "row ended' WHEN " + kCur + " IS NULL THEN x.n || ' log row(s), the last to ' || x.to_state "
-    "ELSE 'current state against the last log row ' || x.id END, NULL FROM x "
-    "LEFT JOIN grants cg ON x.entity = 'grant' AND cg.id = x.join_id "
-    "LEFT JOIN activity ca ON x.entity = 'activity' AND ca.id = x.join_id "
-    "LEFT JOIN qualification cq ON x.entity = 'qualification' AND cq.id = x.join_id "
-    "LEFT JOIN resend_bill cr ON x.entity = 'resend_bill' AND cr.id = x.join_id "
-    "LEFT JOIN import_run ci ON x.entity = 'import_run' AND ci.id = x.join_id "
-    "LEFT JOIN fuse_event cf ON x.entity = 'fuse_event' AND cf.id = x.join_id "
-    "WHERE (x.broken = 1 AND " + kInScope + ") "
-    "OR (x.last = 1 AND " + kCur + " IS NULL AND CAST(:activity AS TEXT) IS NULL) "
-    "OR (x.last = 1 AND x.to_state <> " + kCur + " AND " + kInScope + ")" +
-    no_log_rows("grant", "g.record_code, 'a log row', g.state, 'no status-log row at all', NULL FROM grants g "
-                "WHERE g.activity_id IN " + kActIds, "g") +
-    no_log_rows("activity", "a.code, 'a log row', a.state, 'no status-log row at all', NULL FROM activity a WHERE " + kAct,
-                "a") +
-    no_log_rows("resend_bill", "r.bill_no, 'a log row', r.state, 'no status-log row at all', NULL FROM resend_bill r "
-                "JOIN grants g ON g.id = r.grant_id WHERE g.activity_id IN " + kActIds, "r") +
-    no_log_rows("import_run", "i.import_id, 'a log row', i.state, 'no status-log row at all', NULL FROM import_run i "
-                "WHERE i.activity_id IN " + kActIds, "i") +
-    no_log_rows("fuse_event", "f.batch_no, 'a log row', f.state, 'no status-log row at all', NULL FROM fuse_event f "
-                "WHERE f.activity_id IN " + kActIds, "f");
+    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")) ";
+// SQLite, whose window functions copy every partition aside: each row's predecessor is one seek
+// back in the covering index (b: the broken rows, few), and the last row of each record comes
+// from a grouping that streams the same index (SQLite documents that the bare column of a max()
+// aggregate is taken from the row holding the maximum).
+const std::string kChainSqlite =
+    // (the predecessor is named once in the filter: SQLite would seek again for each mention; a
+    // first row has none, and then must be the creation, except for a qualification's)
+    "WITH b AS MATERIALIZED (SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, (SELECT p.to_state "
+    "FROM status_log p WHERE p.entity = l.entity AND p.entity_id = l.entity_id AND p.id < l.id ORDER BY p.id DESC "
+    "LIMIT 1) AS prev_to FROM status_log l WHERE l.entity IN " + kLoggedEntities + " AND coalesce(l.from_state, '') <> "
+    "coalesce((SELECT p.to_state FROM status_log p WHERE p.entity = l.entity AND p.entity_id = l.entity_id AND "
+    "p.id < l.id ORDER BY p.id DESC LIMIT 1), CASE WHEN l.entity = 'qualification' THEN coalesce(l.from_state, '') "
+    "ELSE '' END)), "
+    "m AS (SELECT l.entity, l.entity_id, max(l.id) AS id, l.to_state, count(*) AS n FROM status_log l "
+    "WHERE l.entity IN " + kLoggedEntities + " GROUP BY l.entity, l.entity_id), "
+    "x AS MATERIALIZED (SELECT m.entity, m.entity_id, m.id, b.from_state, m.to_state, b.prev_to, m.n, 1 AS last, "
+    "CASE WHEN b.id IS NULL THEN 0 ELSE 1 END AS broken FROM m LEFT JOIN b ON b.id = m.id "
+    "UNION ALL SELECT b.entity, b.entity_id, b.id, b.from_state, b.to_state, b.prev_to, 0, 0, 1 FROM b "
+    "WHERE EXISTS (SELECT 1 FROM status_log s WHERE s.entity = b.entity AND s.entity_id = b.entity_id AND s.id > b.id)) ";
+// Broken links (rare: each looks its key up alone), then the last rows against their records.
+const std::string kStatusLogTail = [] {
+  std::string q =
+      "SELECT x.entity, coalesce(" + kKeyOf + ", '#' || x.entity_id), coalesce(x.prev_to, '(created)'), "
+      "coalesce(x.from_state, '(created)'), 'log row ' || x.id || ' (to ' || x.to_state || ') does not start where "
+      "the previous row ended', NULL FROM x WHERE x.broken = 1 AND (CAST(:activity AS TEXT) IS NULL OR " + kKeyOf +
+      " IS NOT NULL)";
+  for (auto& k : kLoggedKinds) q += last_rows_against(k);
+  return q;
+}();
+
 
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
@@ -224,7 +261,8 @@ const std::vector<Check> kChecks = {
      kQualifications},
     {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
-    {{"status_log", "current state = last log row, each row starts where the previous ended"}, kStatusLog},
+    {{"status_log", "current state = last log row, each row starts where the previous ended"},
+     kChainPostgres + kStatusLogTail, kChainSqlite + kStatusLogTail},
 };
 
 }  // namespace

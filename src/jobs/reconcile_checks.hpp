@@ -11,6 +11,8 @@ namespace rc::jobs::reconcile {
 struct Check {
   CheckInfo info;
   std::string sql;  // rows of (entity, key, expected, actual, detail, at ms or NULL); named parameters
+  // SQLite's text when the cheapest form differs (same rows, same order of columns); empty: sql
+  std::string sqlite_sql = {};
 };
 const std::vector<Check>& check_table();
 
