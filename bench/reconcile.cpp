@@ -83,6 +83,9 @@ void generate(store::Store& s, int64_t n) {
                            "tbl_name IN ('grants', 'status_log', 'delivery_bill', 'ledger_entry')");
   s.transact(store::TxMode::write, [&](store::Tx& tx) {
     for (auto& d : defs.rows) tx.exec("DROP INDEX " + d.str(0));
+    // (PostgreSQL: the foreign keys' per-row triggers are skipped for the load, as a restore does;
+    // the rows are consistent by construction and reconcile proves it below)
+    if (pg) tx.exec_script("SET LOCAL session_replication_role = replica");
     tx.exec(series +
                 "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, "
                 "bucket, bill_no, channel, created_at, updated_at) "
@@ -310,8 +313,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", json_of(results).c_str());
     return 0;
   }
-  std::printf("\nreconcile: every check (stock, budget, ledger, qualifications, limits, stuck, status_log) on\n"
-              "one snapshot. grants agg: SELECT activity, prize, state, count(*), sum(cost) FROM grants GROUP BY ...\n"
+  std::printf("\nreconcile: every check (stock, budget, ledger, qualifications, limits, stuck, status_log,\n"
+              "list_items) on one snapshot. grants agg: SELECT activity, prize, state, count(*), sum(cost) FROM grants GROUP BY ...\n"
               "all aggs: that plus one GROUP BY over each other table reconcile reads (status_log, ledger_entry,\n"
               "delivery_bill, ledger_account, limit_counter). Goal (DESIGN 8): reconcile <= 3 x all aggs.\n"
               "Best of --repeat runs, reconcile and aggregates interleaved in the same process.\n");

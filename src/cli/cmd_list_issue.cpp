@@ -124,16 +124,17 @@ Exit run_run(Ctx& ctx) {
     run.add("issued", r.issued, r.issued);
     run.add("rejected", r.rejected, r.rejected);
     if (r.failed) run.add("failed", r.failed);
+    if (r.held) run.add("held", r.held);
     run.more();  // records why the run stopped (limit, max_runtime, signal)
     if (r.cancelled) run.set_exit(Exit::findings);
-    else if (r.rejected + r.failed > 0) run.set_exit(Exit::partial);
+    else if (r.rejected + r.failed + r.held > 0) run.set_exit(Exit::partial);
   };
   auto print = [&](const jobs::JobReport& rep) {
     if (!ran) {  // paused: the runner did nothing
       ctx.out.record({{"batch", opt.batch}, {"state", rep.state}, {"reason", rep.error}});
       return;
     }
-    const int64_t n = r.issued + r.rejected;
+    const int64_t n = r.issued + r.rejected + r.held;
     const double per_s = r.seconds > 0 ? std::round(double(n) / r.seconds) : 0;
     json reasons = json::object();
     for (auto& [k, v] : r.reasons) reasons[k] = v;
@@ -144,6 +145,7 @@ Exit run_run(Ctx& ctx) {
                     {"issued", r.issued},
                     {"rejected", r.rejected},
                     {"failed", r.failed},
+                    {"held", r.held},
                     {"reasons", reasons},
                     {"pending", r.pending},
                     {"total", r.total},
@@ -151,9 +153,13 @@ Exit run_run(Ctx& ctx) {
                     {"per_s", per_s},
                     {"interrupted", r.interrupted},
                     {"stopped", rep.stopped.empty() ? json(nullptr) : json(rep.stopped)}});
-    spdlog::info("{}run {}: issued {}, rejected {}, failed {} in {:.2f} s ({} /s); batch {}, {} pending",
-                 r.dry_run ? "dry run: " : "", r.batch_no, r.issued, r.rejected, r.failed, r.seconds, per_s, r.state,
-                 r.pending);
+    spdlog::info("{}run {}: issued {}, rejected {}, failed {}, held {} in {:.2f} s ({} /s); batch {}, {} pending",
+                 r.dry_run ? "dry run: " : "", r.batch_no, r.issued, r.rejected, r.failed, r.held, r.seconds, per_s,
+                 r.state, r.pending);
+    if (r.held)
+      spdlog::warn("{} item(s) held by a fuse: they follow the fuse's decision (rewardctl fuse list; fuse release "
+                   "EVENT --false-alarm or fuse confirm EVENT)",
+                   r.held);
     if (r.interrupted)
       spdlog::warn("interrupted: the chunks under way were finished; batch {} is resumable (run it again)", r.batch_no);
     else if (r.stopped)
@@ -175,6 +181,7 @@ json status_json(const li::Status& s, bool counts) {
             {"rejected", s.rejected},
             {"failed", s.failed},
             {"cancelled", s.cancelled},
+            {"held", s.held},
             {"rejected_rows", s.rejected_rows},
             {"rate_per_s", std::round(s.rate_per_s * 10) / 10},
             {"eta_s", s.eta_s ? json(*s.eta_s) : json(nullptr)},
@@ -278,11 +285,11 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
 
   auto* items = batch_command(g, "items", "The items of a batch in file order: user, state, record code, reason");
   items->add_option("--state", opt.state, "Only items in this state")
-      ->check(CLI::IsMember({"pending", "issued", "rejected", "failed", "cancelled"}));
+      ->check(CLI::IsMember({"pending", "held", "issued", "rejected", "failed", "cancelled"}));
   items->add_option("--limit", opt.limit, "At most N items (default 100)")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   on(items, run_items);
 
-  auto* cancel = batch_command(g, "cancel", "Cancel a batch: pending items are cancelled; a running worker stops after its chunk");
+  auto* cancel = batch_command(g, "cancel", "Cancel a batch: pending and held items are cancelled; a running worker stops after its chunk");
   cancel->add_option("--reason", opt.reason, "Why (recorded)");
   cancel->add_flag("--dry-run", opt.dry_run, "Report what would be cancelled; change nothing");
   cancel->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");

@@ -6,7 +6,12 @@
 //
 // Batch states (each change: one conditional UPDATE + one status-log row, same transaction):
 //   planned -> approved -> running -> done;  planned|approved|running -> cancelled
-// Item states: pending -> issued | rejected (reason code) | failed (delivery) | cancelled
+// Item states: pending -> issued | rejected (reason code) | failed (delivery) | cancelled | held;
+//   held -> issued | rejected | cancelled, and issued -> failed. `held`: a fuse blocks the prize,
+//   the item's claim is a pending grant (held_by_fuse, its record code on the item) and the run goes
+//   on with the other items; the fuse's decision (release / confirm, or cancel of the batch) moves
+//   the grant and its item in one transaction (core/engine/held.hpp). The batch goes done only
+//   when no item is pending or held: a run after the fuse's decision closes it.
 //
 // Every item is claimed through the engine's common flow with biz_id = "<batch no>:<user>", so a
 // rerun, an overlap or a second worker can never issue twice: the grant's unique biz_id decides.
@@ -72,8 +77,9 @@ struct Change {
 // batch; changed = false (naming the state) when it is not planned.
 Change approve(store::Store& st, const std::string& batch_no, const std::string& approver, Millis now,
                bool dry_run);
-// planned|approved|running -> cancelled, and every pending item -> cancelled. A worker that is
-// running the batch stops after its current chunk.
+// planned|approved|running -> cancelled, every pending item -> cancelled, and every held item ->
+// cancelled with its held grant (pending -> cancelled). A worker that is running the batch stops
+// after its current chunk.
 Change cancel(store::Store& st, const std::string& batch_no, const std::string& operator_name,
               const std::optional<std::string>& reason, Millis now, bool dry_run);
 
@@ -81,6 +87,7 @@ struct Status {
   std::string batch_no, activity, prize, state, file_name, file_sha256, definition_hash, created_by;
   std::optional<std::string> approved_by, last_error;
   int64_t total = 0, pending = 0, issued = 0, rejected = 0, failed = 0, cancelled = 0;
+  int64_t held = 0;  // waiting on a fuse event's decision
   int64_t cost_cents = 0, rejected_rows = 0;
   double rate_per_s = 0;            // items finished per second over the last minute
   std::optional<int64_t> eta_s;     // pending / rate, when something is moving
@@ -122,6 +129,7 @@ struct RunOptions {
 struct RunResult {
   std::string batch_no, state;
   int64_t issued = 0, rejected = 0, failed = 0;  // by this run
+  int64_t held = 0;                              // by this run: held by a fuse (pending grants)
   std::map<std::string, int64_t> reasons;        // rejected items by reason code, this run
   int64_t total = 0, pending = 0;                // the batch afterwards
   double seconds = 0;

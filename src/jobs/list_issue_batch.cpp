@@ -65,7 +65,7 @@ Status to_status(const BatchRow& b) {
   return s;
 }
 
-const char* kItemStates[] = {"pending", "issued", "rejected", "failed", "cancelled"};
+const char* kItemStates[] = {"pending", "held", "issued", "rejected", "failed", "cancelled"};
 
 }  // namespace
 
@@ -166,11 +166,21 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
       c.items = tx.exec("UPDATE list_item SET state = 'cancelled', updated_at = $2 WHERE batch_id = $1 AND state = 'pending'",
                         {b.id, now});
     }
+    // Items waiting on a fuse: the held grant and the item are cancelled together, each with its
+    // conditional update and log row. A grant a release moved first is followed by its item there.
+    auto held = tx.query("SELECT li.id, g.id FROM list_item li JOIN grants g ON g.record_code = li.record_code "
+                         "WHERE li.batch_id = $1 AND li.state = 'held' ORDER BY li.id",
+                         {b.id});
+    for (auto& h : held.rows)
+      if (transition(tx, "grants", "grant", h.i64(1), "pending", "cancelled", op, "list batch cancelled: " + why, now,
+                     ", reason = $5", {std::string("list_batch_cancelled")}) &&
+          transition(tx, "list_item", "list_item", h.i64(0), "held", "cancelled", op, why, now))
+        ++c.items;
     nlohmann::json d = {{"batch", batch_no}, {"from", b.state}, {"items_cancelled", c.items}, {"reason", why}};
     audit(tx, op, "list_issue.cancel", "list_batch", batch_no, d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), now);
     c.changed = true;
     c.message = (dry_run ? "would cancel batch " : "cancelled batch ") + batch_no + " (" + std::to_string(c.items) +
-                " pending items)";
+                " pending or held items)";
     if (dry_run) tx.rollback_only();
   });
   return c;
@@ -190,6 +200,7 @@ Status status(store::Store& st, const std::string& batch_no, Millis now) {
       else if (state == "rejected") s.rejected = n;
       else if (state == "failed") s.failed = n;
       else if (state == "cancelled") s.cancelled = n;
+      else if (state == "held") s.held = n;
     }
     // Rate over the last minute of finished items; the ETA follows from it.
     auto recent = tx.query(
@@ -223,7 +234,7 @@ std::vector<Status> list(store::Store& st, const std::optional<std::string>& act
 std::vector<Item> items(store::Store& st, const std::string& batch_no, const std::optional<std::string>& state,
                         int64_t limit) {
   if (state && std::find(std::begin(kItemStates), std::end(kItemStates), *state) == std::end(kItemStates))
-    throw Error(Exit::usage, "--state must be pending, issued, rejected, failed or cancelled, not '" + *state + "'");
+    throw Error(Exit::usage, "--state must be pending, held, issued, rejected, failed or cancelled, not '" + *state + "'");
   auto b = get_batch(st.autocommit(), batch_no);
   const std::string cols = "SELECT id, COALESCE(line, 0), user_id, state, record_code, reason, error, updated_at "
                            "FROM list_item WHERE batch_id = $1 ";

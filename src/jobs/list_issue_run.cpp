@@ -21,7 +21,9 @@ namespace rc::jobs::list_issue {
 namespace {
 
 // Reasons that say "not now" rather than "never": the chunk is rolled back and the run stops with
-// its items still pending, so that pausing an activity does not reject the rest of the list.
+// its items still pending, so that pausing an activity does not reject the rest of the list. (A
+// fuse does not stop the run: the engine holds such a claim and the item is recorded held; only a
+// hold that could not be recorded, the event released meanwhile, answers held_by_fuse here.)
 bool transient(const std::string& reason) {
   return reason == "paused" || reason == "not_started" || reason == "not_live" || reason == "held_by_fuse";
 }
@@ -43,7 +45,7 @@ struct Shared {
   const BatchRow& b;
   std::mutex mu;
   Progress progress;
-  std::atomic<int64_t> done{0}, issued{0}, rejected{0}, failed{0};
+  std::atomic<int64_t> done{0}, issued{0}, rejected{0}, failed{0}, held{0};
   std::map<std::string, int64_t> reasons;  // under mu
   std::atomic<bool> stop{false}, interrupted{false}, cancelled{false};
   std::exception_ptr error;  // under mu: the first failure of any worker
@@ -207,10 +209,14 @@ class Worker {
     std::vector<int64_t> deliver;
     rec.reserve(outs.size());
     std::map<std::string, int64_t> reasons;
-    int64_t issued = 0;
+    int64_t issued = 0, held = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
       auto& o = outs[i];
-      if (o.status == engine::Status::rejected) {
+      if (o.status == engine::Status::held) {
+        // a fuse blocks the prize: the item waits on its held grant, the run goes on
+        rec.push_back({items[i].id, "held", o.grant->record_code, o.reason});
+        ++held;
+      } else if (o.status == engine::Status::rejected) {
         if (transient(o.reason) && !(o.reason == "not_live" && offline(tx)))
           throw Error(Exit::temp_fail, "activity " + sh_.b.activity + " answers " + o.reason + " for user " +
                                            items[i].user + ": the run stops with the batch resumable; run it again "
@@ -225,6 +231,7 @@ class Worker {
     }
     record_items(tx, rec, sh_.o.operator_name, clock_.now_ms());
     pending_issued_ = issued;
+    pending_held_ = held;
     pending_reasons_ = std::move(reasons);
     return deliver;
   }
@@ -237,10 +244,15 @@ class Worker {
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       deliver.clear();
       n = 0;
-      pending_issued_ = 0;
+      pending_issued_ = pending_held_ = 0;
       pending_reasons_.clear();
       // A cancel (or another worker's done) ends the run after the chunk that is under way.
-      auto s = tx.query("SELECT state FROM list_batch WHERE id = $1", {sh_.b.id});
+      // PostgreSQL: FOR SHARE waits for a cancel that is committing. Without it the cancel's row
+      // locks on the pending items made SKIP LOCKED return an empty chunk while the batch still
+      // read running, and the run ended as if finished (exit 0 instead of 1, seen under load).
+      auto s = tx.query("SELECT state FROM list_batch WHERE id = $1" +
+                            std::string(tx.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
+                        {sh_.b.id});
       state = s.empty() ? "" : s[0].str(0);
       running = state == "running";
       if (!running) {
@@ -285,6 +297,7 @@ class Worker {
   // Adds the outcomes of the last processed chunk to the run's counts.
   void count() {
     sh_.issued += pending_issued_;
+    sh_.held += pending_held_;
     int64_t rej = 0;
     {
       std::lock_guard<std::mutex> l(sh_.mu);
@@ -307,7 +320,7 @@ class Worker {
   store::Store& st_;
   const Clock& clock_;
   engine::Engine engine_;
-  int64_t pending_issued_ = 0;
+  int64_t pending_issued_ = 0, pending_held_ = 0;
   std::map<std::string, int64_t> pending_reasons_;
 };
 
@@ -370,10 +383,13 @@ int64_t deliver_stranded(store::Store& st, const BatchRow& b, engine::Engine& en
   return int64_t(r.size());
 }
 
-// running -> done once nothing is pending (items another worker holds still count as pending).
+// running -> done once nothing is pending (items another worker holds still count as pending) and
+// nothing waits on a fuse (held items: the batch stays running until their decision, and a run
+// after it closes the batch).
 void finish(store::Store& st, const BatchRow& b, const std::string& actor, Millis now) {
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
-    if (count_pending(tx, b.id) > 0) {
+    if (count_pending(tx, b.id) > 0 ||
+        tx.query("SELECT 1 FROM list_item WHERE batch_id = $1 AND state = 'held' LIMIT 1", {b.id}).size() > 0) {
       tx.rollback_only();
       return;
     }
@@ -399,7 +415,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
     if (o.dry_run) {
       Worker w(sh, st, clock);
       st.transact(store::TxMode::write, [&](store::Tx& tx) {
-        sh.issued = sh.rejected = sh.done = 0;
+        sh.issued = sh.rejected = sh.done = sh.held = 0;
         sh.reasons.clear();
         w.dry_run(tx);
         tx.rollback_only();
@@ -456,6 +472,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
     res.issued = sh.issued;
     res.rejected = sh.rejected;
     res.failed = sh.failed;
+    res.held = sh.held;
     res.reasons = sh.reasons;
   }
   auto s = status(st, o.batch_no, clock.now_ms());

@@ -252,6 +252,28 @@ const std::string kStatusLogTail = [] {
 }();
 
 
+// list_items: each list-issue item agrees with the grant of its biz_id ("<batch>:<user>"): the run,
+// the fuse's decisions and a cancel move both in one transaction. A pending item has no grant; a
+// held one waits on its pending grant; an issued or failed one has a grant that was issued; a
+// rejected or cancelled one has none, or one that was rejected or cancelled with it.
+const std::string kListItems =
+    "SELECT 'list_item', b.batch_no || '/' || li.user_id, "
+    "CASE li.state WHEN 'pending' THEN 'no grant' WHEN 'held' THEN 'grant ' || coalesce(li.record_code, '?') || "
+    "' pending' WHEN 'issued' THEN 'grant ' || coalesce(li.record_code, '?') || ' issued' WHEN 'failed' THEN 'grant ' || "
+    "coalesce(li.record_code, '?') || ' issued' WHEN 'rejected' THEN 'no grant, or an invalid one' "
+    "WHEN 'cancelled' THEN 'no grant, or a cancelled one' ELSE 'a known item state' END, "
+    "CASE WHEN g.id IS NULL THEN 'no grant' ELSE 'grant ' || g.record_code || ' ' || g.state END, "
+    "'item ' || li.state || ' (line ' || coalesce(li.line, 0) || ')', li.updated_at "
+    "FROM list_item li JOIN list_batch b ON b.id = li.batch_id JOIN activity a ON a.id = b.activity_id "
+    "LEFT JOIN grants g ON g.biz_id = b.batch_no || ':' || li.user_id AND g.user_id = li.user_id "
+    "WHERE " + kAct + " AND NOT ("
+    "(li.state = 'pending' AND g.id IS NULL) OR "
+    "(li.state = 'held' AND g.state = 'pending' AND g.record_code = li.record_code) OR "
+    "(li.state IN ('issued', 'failed') AND g.record_code = li.record_code AND g.state NOT IN ('pending', 'invalid', "
+    "'cancelled')) OR "
+    "(li.state = 'rejected' AND (g.id IS NULL OR (g.state = 'invalid' AND g.record_code = li.record_code))) OR "
+    "(li.state = 'cancelled' AND (g.id IS NULL OR (g.state = 'cancelled' AND g.record_code = li.record_code))))";
+
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
     {{"budget", "per activity: consumed = cost of grants holding budget <= authorised"}, kBudget},
@@ -263,6 +285,8 @@ const std::vector<Check> kChecks = {
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
      kChainPostgres + kStatusLogTail, kChainSqlite + kStatusLogTail},
+    {{"list_items", "each list-issue item agrees with its grant (pending, held, issued, rejected, cancelled)"},
+     kListItems},
 };
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST_CASE("reconcile: clean books exit 0, the run is stored with no diff") {
   INFO(dump(p));
   CHECK(p.diffs.empty());
   CHECK(p.run["state"] == "clean");
-  CHECK(p.run["checks"] == "stock,budget,ledger,qualifications,limits,stuck,status_log");
+  CHECK(p.run["checks"] == "stock,budget,ledger,qualifications,limits,stuck,status_log,list_items");
   CHECK(db.count("SELECT count(*) FROM reconcile_run WHERE state = 'clean' AND diff_count = 0") == 1);
   CHECK(db.count("SELECT count(*) FROM reconcile_diff") == 0);
   auto t = db.ok({"reconcile"});

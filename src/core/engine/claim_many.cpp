@@ -7,6 +7,7 @@
 
 #include "core/engine/engine.hpp"
 #include "core/engine/grant_view.hpp"
+#include "core/engine/held.hpp"
 #include "core/engine/idempotency.hpp"
 
 namespace rc::engine {
@@ -23,7 +24,29 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
     // savepoint is released in the same round trip.
     tx.exec_script(&r == &rs.front() ? "SAVEPOINT claim_item" : "RELEASE SAVEPOINT claim_item; SAVEPOINT claim_item");
     StepResult step = claim_step(tx, r, now);
-    if (step.kind == StepResult::granted) {
+    if (step.kind == StepResult::rejected && step.reason == "held_by_fuse") {
+      // 4. a fuse holds the request: recorded as a pending grant in this transaction (held.cpp);
+      // a twin's grant answers as below. The event was released since the step looked (PostgreSQL,
+      // read committed): the request goes through the flow once more.
+      tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
+      auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
+      auto ev = a.empty() ? std::nullopt : blocking_event(tx, a[0].i64(0), step.blocked_prize);
+      if (ev && !r.dry_run) {
+        if (insert_held(tx, r, a[0].i64(0), *ev, opts_.actor, now)) {
+          out.status = Status::held;
+          out.reason = "held_by_fuse";
+          out.grant = find_grant_by_biz(tx, r.biz_id);
+        } else {
+          step.kind = StepResult::twin;
+        }
+      } else if (!ev) {
+        step = claim_step(tx, r, now);
+      }
+    }
+    const bool held = out.status == Status::held;
+    if (held) {
+      // answered above: the savepoint keeps the held grant
+    } else if (step.kind == StepResult::granted) {
       out.status = Status::granted;
       out.grant = std::move(step.grant);
     } else {

@@ -33,15 +33,46 @@ std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t af
   return out;
 }
 
+std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int64_t activity_id, int64_t event_id,
+                                   const std::string& actor, Millis now) {
+  // The prize the caller asked for, so that the release replays the same request.
+  std::optional<int64_t> asked;
+  if (r.prize) {
+    auto p = s.query("SELECT id FROM prize WHERE activity_id = $1 AND code = $2", {activity_id, *r.prize});
+    if (!p.empty()) asked = p[0].i64(0);
+  }
+  auto ins = s.query(
+      "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, source, "
+      "list_item_id, reason, fuse_event_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 0, 0, 'pending', $6, "
+      "$7, 'held_by_fuse', $8, $9, $9) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
+      {new_id("R", now), r.biz_id, activity_id, store::opt(asked), r.user, store::opt(r.source),
+       store::opt(r.list_item_id), event_id, now});
+  if (ins.empty()) return std::nullopt;
+  const int64_t id = ins[0].i64(0);
+  log_status(s, {"grant", id, std::nullopt, "pending", actor, "held_by_fuse", std::nullopt}, now);
+  return id;
+}
+
+bool follow_held_item(store::Session& s, int64_t grant_id, const std::string& from, const std::string& to,
+                      const std::optional<std::string>& reason, const std::string& actor, Millis now) {
+  auto g = s.query("SELECT list_item_id FROM grants WHERE id = $1", {grant_id});
+  if (g.empty() || g[0].is_null(0)) return false;
+  const std::string extra = to == "failed" ? ", error = $5" : ", reason = $5";
+  return transition(s, "list_item", "list_item", g[0].i64(0), from, to, actor, reason, now, extra,
+                    {store::opt(reason)});
+}
+
 int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reason, const std::string& actor, Millis now) {
   auto moved = s.query(
       "UPDATE grants SET state = 'cancelled', reason = $1, updated_at = $2 WHERE fuse_event_id = $3 AND state = 'pending' "
       "RETURNING id",
       {"fuse_confirmed: " + reason, now, event_id});
-  for (auto& row : moved.rows)
+  for (auto& row : moved.rows) {
     log_status(s, {"grant", row.i64(0), std::string("pending"), "cancelled", actor, "fuse confirmed: " + reason,
                    std::nullopt},
                now);
+    follow_held_item(s, row.i64(0), "held", "cancelled", "fuse_confirmed: " + reason, actor, now);
+  }
   return int64_t(moved.size());
 }
 
@@ -58,24 +89,11 @@ bool Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> bloc
     if (!ev) return tx.rollback_only();
     held = true;
     if (r.dry_run) return tx.rollback_only();
-    // The prize the caller asked for, so that the release replays the same request.
-    std::optional<int64_t> asked;
-    if (r.prize) {
-      auto p = tx.query("SELECT id FROM prize WHERE activity_id = $1 AND code = $2", {activity_id, *r.prize});
-      if (!p.empty()) asked = p[0].i64(0);
-    }
-    auto ins = tx.query(
-        "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, source, "
-        "list_item_id, reason, fuse_event_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 0, 0, 'pending', $6, "
-        "$7, 'held_by_fuse', $8, $9, $9) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
-        {new_id("R", now), r.biz_id, activity_id, store::opt(asked), r.user, store::opt(r.source),
-         store::opt(r.list_item_id), *ev, now});
-    if (ins.empty()) {
+    grant_id = insert_held(tx, r, activity_id, *ev, opts_.actor, now);
+    if (!grant_id) {
       twin = true;  // a twin with this biz_id committed first
       return tx.rollback_only();
     }
-    grant_id = ins[0].i64(0);
-    log_status(tx, {"grant", *grant_id, std::nullopt, "pending", opts_.actor, "held_by_fuse", std::nullopt}, now);
   });
   if (!held) return false;
   out.reason = "held_by_fuse";
@@ -132,6 +150,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     try {
       granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code);
       if (dry_run) tx.rollback_only();
+      else follow_held_item(tx, grant_id, "held", "issued", std::nullopt, opts_.actor, now);
     } catch (const Rejection& rej) {
       why = rej.reason;
       tx.rollback_only();
@@ -153,6 +172,10 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
       o.grant = granted;
       deliver_after_commit(o);
       res.state = o.grant->state;
+      if (res.state == "failed")  // a definite "no" from the channel: the item says so too
+        st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+          follow_held_item(tx, grant_id, "issued", "failed", "delivery failed", opts_.actor, clock_.now_ms());
+        });
     }
     return res;
   }
@@ -176,8 +199,10 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     }
     // The world changed while it was held: rejected with the claim's reason, once.
     if (transition(tx, "grants", "grant", grant_id, "pending", "invalid", opts_.actor,
-                   "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why}))
+                   "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why})) {
       res.result = "rejected";
+      follow_held_item(tx, grant_id, "held", "rejected", why, opts_.actor, now);
+    }
   });
   res.state = current_state(st_.autocommit(), grant_id);
   spdlog::info("held record={} result={}{} state={}", res.record_code, res.result,

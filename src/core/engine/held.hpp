@@ -46,9 +46,26 @@ std::optional<int64_t> blocking_event(store::Session& s, int64_t activity_id, st
 std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t after, int64_t limit);
 
 // pending -> cancelled for every grant held by `event_id` (one UPDATE ... WHERE state = 'pending'
-// RETURNING id, and one status-log row for each row it moved). Returns how many it moved.
+// RETURNING id, and one status-log row for each row it moved; a list-issue item waiting on one
+// follows it, held -> cancelled). Returns how many grants it moved.
 // REQUIRES: called inside a write transaction.
 int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reason, const std::string& actor, Millis now);
+
+// Records r as a grant held by `event_id` (pending, held_by_fuse, taking nothing) with its creation
+// log row. Returns its id, or nullopt when a grant with r.biz_id exists already (a twin: the
+// caller answers from it). REQUIRES: called inside a write transaction.
+std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int64_t activity_id, int64_t event_id,
+                                   const std::string& actor, Millis now);
+
+// A list-issue item waits on its held grant (list_item state `held`, the grant's record code on it)
+// and follows it: when the grant is decided, the item moves held -> to (issued, rejected with the
+// reason, cancelled) with its own conditional update and status-log row, in the caller's
+// transaction, which is the one that moved the grant. Also issued -> failed when a released grant's
+// delivery failed (from = "issued"). Nothing happens for a grant without a list item, or when the
+// item is not in state `from`. Returns whether an item moved.
+// REQUIRES: called inside the write transaction that moved the grant.
+bool follow_held_item(store::Session& s, int64_t grant_id, const std::string& from, const std::string& to,
+                      const std::optional<std::string>& reason, const std::string& actor, Millis now);
 
 // Steps 2-8 of the common flow for the held grant `held_id` (record `record_code`) inside tx, adopting
 // the pending row (pending -> init) instead of inserting one. Returns the granted grant. Throws
