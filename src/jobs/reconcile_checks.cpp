@@ -155,7 +155,7 @@ const std::string kStuck =
 // from-state is the previous row's to-state (the first row's is empty: the creation), and every
 // logged record exists. Qualifications are created by imports without a log row: for them the
 // chain starts at its first row, and a qualification without rows is fine.
-// One ordered pass over the log (the covering index status_log_chain of migration 0006 gives the
+// One ordered pass over the log (the covering index status_log_chain of migration 0007 gives the
 // order and every column, so no sort and no table lookups): each row with its predecessor's
 // to-state (lag) and whether it is the last of its record (lead). Only last rows and broken links
 // go on. Broken links are rare and look their key up alone; last rows meet their records in one

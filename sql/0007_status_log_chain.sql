@@ -1,4 +1,4 @@
--- rewardctl schema v6: the status log's index covers the chain. reconcile's status_log check reads
+-- rewardctl schema v7: the status log's index covers the chain. reconcile's status_log check reads
 -- the whole log in (entity, entity_id, id) order with both states; with the states in the index
 -- that is one ordered index scan (PostgreSQL: index-only) instead of a sort or a table lookup per
 -- row. It replaces status_log_entity, whose columns are its prefix, so a log write still maintains
