@@ -247,12 +247,7 @@ class Worker {
       pending_issued_ = pending_held_ = 0;
       pending_reasons_.clear();
       // A cancel (or another worker's done) ends the run after the chunk that is under way.
-      // PostgreSQL: FOR SHARE waits for a cancel that is committing. Without it the cancel's row
-      // locks on the pending items made SKIP LOCKED return an empty chunk while the batch still
-      // read running, and the run ended as if finished (exit 0 instead of 1, seen under load).
-      auto s = tx.query("SELECT state FROM list_batch WHERE id = $1" +
-                            std::string(tx.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
-                        {sh_.b.id});
+      auto s = tx.query("SELECT state FROM list_batch WHERE id = $1", {sh_.b.id});
       state = s.empty() ? "" : s[0].str(0);
       running = state == "running";
       if (!running) {
