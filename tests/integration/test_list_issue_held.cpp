@@ -57,7 +57,7 @@ int64_t moved_from_held(const TestDb& db, const std::string& to) {
 
 }  // namespace
 
-TEST_CASE("list-issue held: a run on a blocked prize records its items held and goes on; items --state held lists them") {
+TEST_CASE("list-issue held: a run on a blocked prize records its items held and goes on - items --state held lists them") {
   TestDb db;
   auto b = approved_batch(db, 100, 12);
   std::string ev = block_p1(db);
@@ -97,7 +97,7 @@ TEST_CASE("list-issue held: a run on a blocked prize records its items held and 
   db.ok({"reconcile"});
 }
 
-TEST_CASE("list-issue held: release issues each held item once, also with two releases at once; sold out is rejected") {
+TEST_CASE("list-issue held: release issues each held item once, also with two releases at once - sold out is rejected") {
   TestDb db;
   const int n = 20;
   auto b = approved_batch(db, 14, n);  // 14 units for 20 users: 6 are sold out at the release
@@ -139,7 +139,7 @@ TEST_CASE("list-issue held: release issues each held item once, also with two re
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'list_item' AND from_state = 'held'") == n);
 }
 
-TEST_CASE("list-issue held: confirm cancels the held items with their grants; the unblocked prize issues meanwhile") {
+TEST_CASE("list-issue held: confirm cancels the held items with their grants - the unblocked prize issues meanwhile") {
   TestDb db;
   auto b = approved_batch(db, 100, 10);
   std::string ev = block_p1(db);
