@@ -73,4 +73,6 @@ step ledger balance 20002
 # The books: every cent and every unit accounted for. Any difference exits 1 and fails the demo.
 step reconcile
 step reconcile list
+# The activity at a glance: one self-contained page per activity and an index (open it in a browser).
+step report --html "$DEMO/report"
 echo "== demo finished: $DEMO" >&2

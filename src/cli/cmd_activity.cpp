@@ -8,6 +8,8 @@
 #include "cli/formats.hpp"
 #include "core/activity/activity.hpp"
 #include "core/activity/read.hpp"
+#include "jobs/drill.hpp"
+#include "util/hash.hpp"
 
 namespace rc::cli {
 namespace {
@@ -19,27 +21,10 @@ struct {
   bool dry_run = false, publish = false, gray = false, full = false, yes = false;
 } opt;
 
-// Reads and reviews a definition; refuses (65) with every finding on stderr when any is an error.
+// Reads and reviews the definition in --file; refuses (65) when any finding is an error.
 Definition reviewed(Ctx& ctx, std::string& text) {
   text = read_input_file(opt.file);
-  auto parsed = review_definition(text, opt.file, lint_context(ctx));
-  int errors = 0;
-  for (auto& f : parsed.findings) {
-    std::string where = opt.file + (f.line ? ":" + std::to_string(f.line) + ":" + std::to_string(f.column) : "");
-    std::string line = where + ": " + (f.path.empty() ? "" : f.path + ": ") + f.message + " [" + f.code + "]";
-    if (f.severity == Severity::error) {
-      ++errors;
-      spdlog::error("{}", line);
-    } else if (f.severity == Severity::warning) {
-      spdlog::warn("{}", line);
-    } else {
-      spdlog::info("{}", line);
-    }
-  }
-  if (errors || !parsed.def)
-    throw Error(Exit::data, opt.file + ": " + std::to_string(errors) +
-                                " lint error(s): nothing was written (see rewardctl activity lint " + opt.file + ")");
-  return *parsed.def;
+  return reviewed_definition(ctx, text, opt.file);
 }
 
 Actor actor(Ctx& ctx) { return Actor{ctx.settings.operator_name, opt.dry_run}; }
@@ -71,10 +56,20 @@ Exit print_transition(Ctx& ctx, const TransitionResult& r) {
   return refused ? Exit::findings : Exit::ok;
 }
 
+// review.drill_required: what goes live must be a definition whose latest drill passed (77 otherwise).
+void require_drill(Ctx& ctx, store::Store& st, const std::string& code, const std::string& hash) {
+  if (!ctx.settings.review_drill_required) return;
+  if (!jobs::drill::passing_run(st.autocommit(), code, hash))
+    throw Error(Exit::no_perm, "activity " + code + ": review.drill_required is on and its definition " +
+                                   hash.substr(0, 12) + " has no passing drill (or its latest drill failed): run "
+                                   "`rewardctl drill " + code + "` first (nothing changed)");
+}
+
 Exit run_create(Ctx& ctx) {
   std::string text;
   auto def = reviewed(ctx, text);
   auto st = ctx.open_store();
+  if (opt.publish) require_drill(ctx, *st, def.code, sha256_hex(text));
   CreateOptions o{opt.publish, ctx.settings.review_required};
   return print_created(ctx, create(*st, def, text, o, actor(ctx), ctx.now()));
 }
@@ -91,6 +86,7 @@ Exit run_apply(Ctx& ctx) {
   std::string text;
   auto def = reviewed(ctx, text);
   auto st = ctx.open_store();
+  if (opt.publish && !rc::activity::find(st->autocommit(), def.code)) require_drill(ctx, *st, def.code, sha256_hex(text));
   CreateOptions o{opt.publish, ctx.settings.review_required};
   auto r = apply(*st, def, text, o, actor(ctx), ctx.now());
   for (auto& l : r.result.log) spdlog::info("{}{}", r.result.dry_run ? "dry run: " : "", l);
@@ -176,6 +172,11 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   on(publish, ctx, [](Ctx& c) {
     if (opt.gray == opt.full) throw Error(Exit::usage, "activity publish needs exactly one of --gray or --full");
     auto st = c.open_store();
+    if (c.settings.review_drill_required) {
+      // only a publish that would happen asks (an illegal transition reports its own state)
+      auto a = rc::activity::get(st->autocommit(), opt.code);
+      if (a.state == "approved" || a.state == "gray") require_drill(c, *st, a.code, a.definition_hash);
+    }
     return print_transition(c, control(*st, opt.code, opt.gray ? Op::publish_gray : Op::publish_full, std::nullopt,
                                        actor(c), c.now()));
   });

@@ -1,6 +1,7 @@
 #include "cli/context.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,27 @@ void check_text(const std::string& v, const std::string& what, size_t max, bool 
 }
 
 // The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.
+activity::Definition reviewed_definition(const Ctx& ctx, const std::string& text, const std::string& source) {
+  auto parsed = activity::review_definition(text, source, lint_context(ctx));
+  int errors = 0;
+  for (auto& f : parsed.findings) {
+    std::string where = source + (f.line ? ":" + std::to_string(f.line) + ":" + std::to_string(f.column) : "");
+    std::string line = where + ": " + (f.path.empty() ? "" : f.path + ": ") + f.message + " [" + f.code + "]";
+    if (f.severity == activity::Severity::error) {
+      ++errors;
+      spdlog::error("{}", line);
+    } else if (f.severity == activity::Severity::warning) {
+      spdlog::warn("{}", line);
+    } else {
+      spdlog::info("{}", line);
+    }
+  }
+  if (errors || !parsed.def)
+    throw Error(Exit::data, source + ": " + std::to_string(errors) +
+                                " lint error(s): nothing was written (see rewardctl activity lint " + source + ")");
+  return *parsed.def;
+}
+
 activity::LintContext lint_context(const Ctx& ctx) {
   activity::LintContext lc;
   for (auto& [name, cfg] : delivery::parse_channels(ctx.settings)) lc.channels.insert(name);

@@ -61,6 +61,10 @@ void confirm_irreversible(bool given, const std::string& what, const std::string
 void check_text(const std::string& v, const std::string& what, size_t max, bool required);
 constexpr size_t kMaxReasonBytes = 500;  // --reason and --comment
 constexpr size_t kMaxNameBytes = 200;    // a code or number naming a row: ACTIVITY, RECORD, BILL
+// Parses and lints a definition named `source` (a file, "activity CODE"): every finding goes to the
+// log (errors as ERROR lines naming source:line:column, the field path and the code), and any error
+// is Error(data) (65) saying nothing was written.
+activity::Definition reviewed_definition(const Ctx& ctx, const std::string& text, const std::string& source);
 // Lint context of this host: the channels its config defines, plus the built-in ledger and outbox.
 activity::LintContext lint_context(const Ctx& ctx);
 

@@ -74,7 +74,7 @@ const std::map<std::string, std::set<std::string>>& sections() {
       {"db", {"url", "busy_timeout_ms", "retries"}},
       {"output", {"format", "color"}},
       {"log", {"level", "file", "format"}},
-      {"review", {"required", "distinct_approvers"}},
+      {"review", {"required", "distinct_approvers", "drill_required"}},
       {"import", {}},
       {"jobs", {"paused", "stop_file"}},
   };
@@ -215,6 +215,7 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
       s.review_required = get_bool(path, *r, "required", "review.required", s.review_required);
       s.review_distinct_approvers =
           get_bool(path, *r, "distinct_approvers", "review.distinct_approvers", s.review_distinct_approvers);
+      s.review_drill_required = get_bool(path, *r, "drill_required", "review.drill_required", s.review_drill_required);
     }
   }
 
@@ -229,6 +230,8 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   if (auto e = env("REWARDCTL_REVIEW_REQUIRED")) s.review_required = parse_bool_env("REWARDCTL_REVIEW_REQUIRED", *e);
   if (auto e = env("REWARDCTL_REVIEW_DISTINCT_APPROVERS"))
     s.review_distinct_approvers = parse_bool_env("REWARDCTL_REVIEW_DISTINCT_APPROVERS", *e);
+  if (auto e = env("REWARDCTL_REVIEW_DRILL_REQUIRED"))
+    s.review_drill_required = parse_bool_env("REWARDCTL_REVIEW_DRILL_REQUIRED", *e);
 
   // 3. flags
   if (flags.db) { s.db_url = *flags.db; s.db_url_source = "--db"; }

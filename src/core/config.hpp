@@ -28,6 +28,7 @@ struct Settings {
   bool quiet = false;
   bool review_required = true;
   bool review_distinct_approvers = true;
+  bool review_drill_required = false;  // activity publish needs a passing drill of the current definition
   toml::table file;                    // the whole file, for sections such as [channels.NAME]
 };
 

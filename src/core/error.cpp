@@ -16,6 +16,9 @@ const std::vector<ExitInfo>& exit_table() {
       {Exit::unavailable, "unavailable", "database unavailable (connection lost, server stopped, disk full), "
                                          "or still failing after bounded retries"},
       {Exit::internal, "internal", "internal error (a bug: please report it)"},
+      {Exit::cant_create, "cant_create",
+       "an output file cannot be written (the rejects file, --csv, --html, --metrics-textfile); what the "
+       "command did in the database is kept"},
       {Exit::temp_fail, "temp_fail", "lock held by another run, or a concurrent change: try again later"},
       {Exit::no_perm, "no_perm",
        "not permitted: a review or approval rule forbids it, or the database does not let this user write "

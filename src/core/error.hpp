@@ -18,6 +18,7 @@ enum class Exit : int {
   not_found = 67,    // the activity, grant, bill or qualification named does not exist
   unavailable = 69,  // database unavailable, or it kept failing after retries
   internal = 70,     // internal error (a bug)
+  cant_create = 73,  // an output file (rejects file, --csv, --html, metrics) cannot be written
   temp_fail = 75,    // lock held by another run / try again later
   no_perm = 77,      // not permitted (review rules)
   config = 78,       // configuration error, schema not migrated

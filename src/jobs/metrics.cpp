@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "jobs/runner.hpp"
+#include "util/atomic_file.hpp"
 
 namespace rc::jobs {
 namespace {
@@ -76,12 +77,12 @@ std::string metrics_without_job(const std::string& text, const std::string& job)
 void write_metrics(const std::string& path, const JobReport& r, Millis now) {
   const std::string lock = path + ".lock";
   int lfd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lfd < 0) throw Error(Exit::unavailable, "cannot open " + lock + ": " + std::strerror(errno));
+  if (lfd < 0) throw Error(Exit::cant_create, "cannot open " + lock + ": " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{lfd};
-  if (::flock(lfd, LOCK_EX) != 0) throw Error(Exit::unavailable, "cannot lock " + lock + ": " + std::strerror(errno));
+  if (::flock(lfd, LOCK_EX) != 0) throw Error(Exit::cant_create, "cannot lock " + lock + ": " + std::strerror(errno));
 
   std::string old;
   {
@@ -123,28 +124,7 @@ void write_metrics(const std::string& path, const JobReport& r, Millis now) {
     for (auto& l : lines) text += l + "\n";
   }
 
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(Exit::unavailable, "cannot write " + tmp + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(Exit::unavailable, "cannot write " + tmp + ": " + std::strerror(e));
-    }
-    off += size_t(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(Exit::unavailable, "cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
-  }
+  util::write_file_atomic(path, text);
 }
 
 }  // namespace rc::jobs

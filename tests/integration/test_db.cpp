@@ -130,7 +130,7 @@ TEST_CASE("cli: help exit-codes prints the whole table") {
   auto r = rt::run({"help", "exit-codes", "-o", "json"});
   CHECK(r.rc == 0);
   auto ls = rt::lines(r.out);
-  CHECK(ls.size() == 13);
+  CHECK(ls.size() == 14);
   CHECK(json::parse(ls.back())["code"] == 130);
   CHECK(r.out.find("{\"code\":67,\"meaning\":\"the activity, record, bill or qualification named does not exist\",\"name\":\"not_found\"") !=
         std::string::npos);

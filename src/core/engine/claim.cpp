@@ -15,6 +15,7 @@
 #include "core/engine/limits.hpp"
 #include "core/engine/prize_selection.hpp"
 #include "core/engine/qualification.hpp"
+#include "core/engine/reject_stat.hpp"
 #include "core/engine/rejection.hpp"
 #include "core/engine/risk.hpp"
 #include "core/engine/stock.hpp"
@@ -268,6 +269,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   }
   if (!granted) {
     out.status = Status::rejected;
+    if (!r.dry_run) count_rejection(st_, r.activity, out.reason, now);
     return finish();
   }
   out.status = Status::granted;

@@ -1,0 +1,236 @@
+#include "jobs/report.hpp"
+
+#include <algorithm>
+
+#include "core/activity/window.hpp"
+#include "jobs/reconcile.hpp"
+
+namespace rc::jobs::report {
+namespace {
+
+constexpr Millis kMinute = 60'000, kHour = 3'600'000, kDay = 86'400'000;
+
+Millis floor_to(Millis t, Millis unit) {
+  Millis q = t / unit;
+  if (t % unit < 0) --q;
+  return q * unit;
+}
+
+Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
+  auto r = tx.query(
+      "SELECT id, code, name, kind, state, timezone, definition_hash, created_by, version, start_at, end_at "
+      "FROM activity WHERE code = $1",
+      {code});
+  if (r.empty()) throw Error(Exit::not_found, "no activity " + code);
+  const auto& x = r[0];
+  id = x.i64(0);
+  Header h;
+  h.code = x.str(1);
+  h.name = x.str(2);
+  h.kind = x.str(3);
+  h.state = x.str(4);
+  h.timezone = x.str(5);
+  h.definition_hash = x.str(6);
+  h.created_by = x.str(7);
+  h.version = x.i64(8);
+  h.start_at = x.i64(9);
+  h.end_at = x.i64(10);
+  for (auto& a : tx.query("SELECT role, operator FROM activity_review WHERE activity_id = $1 AND decision = 'approve' "
+                          "AND voided = 0 AND definition_hash = $2 ORDER BY id",
+                          {id, h.definition_hash})
+                     .rows)
+    h.approved_by.push_back(a.str(0) + ":" + a.str(1));
+  return h;
+}
+
+// The range and bucket: explicit, or the activity's data (grants, counted rejections, fuse events)
+// within its window, in the finest of 1m/1h/1d that keeps the chart under kMaxAutoBuckets bars.
+void choose_range(store::Tx& tx, int64_t id, const Header& h, const Options& o, Data& d) {
+  auto r = tx.query(
+      "SELECT min(t0), max(t1) FROM ("
+      "SELECT min(created_at) AS t0, max(created_at) AS t1 FROM grants WHERE activity_id = $1 "
+      "UNION ALL SELECT min(minute_at), max(minute_at) FROM claim_reject WHERE activity_id = $1 "
+      "UNION ALL SELECT min(created_at), max(created_at) FROM fuse_event WHERE activity_id = $1) x",
+      {id});
+  const auto first = r[0].opt_i64(0), last = r[0].opt_i64(1);
+  const Millis close = activity::window_close(h.end_at);
+  Millis to = o.to ? *o.to : last ? *last + 1 : std::min(close, std::max(o.now, h.start_at + 1));
+  Millis from = o.from ? *o.from : first ? *first : h.start_at;
+  if (!o.from && from >= to) from = to - 1;
+  if (!o.to && to <= from) to = from + 1;
+  if (to <= from) throw Error(Exit::usage, "--from must be before --to");
+  Millis bucket = o.bucket ? *o.bucket : 0;
+  if (!bucket) {
+    bucket = kDay;
+    for (Millis b : {kMinute, kHour})
+      if ((to - floor_to(from, b) + b - 1) / b <= kMaxAutoBuckets) {
+        bucket = b;
+        break;
+      }
+  }
+  // automatic ranges start on a whole bucket (UTC); an explicit --from on a whole minute, the
+  // resolution at which rejections are counted
+  from = o.from ? floor_to(from, kMinute) : floor_to(from, bucket);
+  const int64_t n = (to - from + bucket - 1) / bucket;
+  if (n > kMaxBuckets)
+    throw Error(Exit::usage, "--bucket " + bucket_name(bucket) + " over this range gives " + std::to_string(n) +
+                                 " buckets (at most " + std::to_string(kMaxBuckets) +
+                                 "): choose a wider --bucket or a shorter --from/--to");
+  d.from = from;
+  d.to = to;
+  d.bucket = bucket;
+  d.series.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) d.series[size_t(i)].at = from + i * bucket;
+}
+
+void read_series(store::Tx& tx, int64_t id, Data& d) {
+  const std::string holding = reconcile::kHoldingStates;
+  const store::Params range{id, d.from, d.bucket, d.to};
+  for (auto& x : tx.query("SELECT (created_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, "
+                          "CASE WHEN fuse_event_id IS NULL THEN 0 ELSE 1 END AS held, count(*), "
+                          "sum(CASE WHEN state IN " + holding + " THEN cost_cents ELSE 0 END) "
+                          "FROM grants WHERE activity_id = $1 AND created_at >= $2 AND created_at < $4 "
+                          "GROUP BY 1, 2",
+                          range)
+                     .rows) {
+    auto& b = d.series.at(size_t(x.i64(0)));
+    (x.i64(1) ? b.held : b.granted) += x.i64(2);
+    b.cost_cents += x.i64(3);
+  }
+  d.cost_before_cents = tx.query("SELECT coalesce(sum(cost_cents), 0) FROM grants WHERE activity_id = $1 AND "
+                                 "created_at < $2 AND state IN " + holding,
+                                 {id, d.from})[0]
+                            .i64(0);
+  std::map<std::string, int64_t> reasons;
+  for (auto& x : tx.query("SELECT (minute_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, reason, sum(n) "
+                          "FROM claim_reject WHERE activity_id = $1 AND minute_at >= $2 AND minute_at < $4 "
+                          "GROUP BY 1, 2",
+                          range)
+                     .rows) {
+    d.series.at(size_t(x.i64(0))).rejected[x.str(1)] += x.i64(2);
+    reasons[x.str(1)] += x.i64(2);
+  }
+  for (auto& b : d.series) {
+    d.granted += b.granted;
+    d.held += b.held;
+    d.rejected += b.rejected_total();
+    d.cost_cents += b.cost_cents;
+  }
+  d.reject_reasons.assign(reasons.begin(), reasons.end());
+  std::stable_sort(d.reject_reasons.begin(), d.reject_reasons.end(),
+                   [](auto& a, auto& b) { return a.second > b.second; });
+}
+
+void read_books(store::Tx& tx, int64_t id, Millis now, Data& d) {
+  auto b = tx.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1", {id});
+  if (!b.empty()) {
+    d.authorised_cents = b[0].i64(0);
+    d.consumed_cents = b[0].i64(1);
+  }
+  for (auto& x : tx.query("SELECT p.code, p.stock_total, s.bucket, s.total, s.remain FROM prize p "
+                          "LEFT JOIN stock s ON s.prize_id = p.id WHERE p.activity_id = $1 ORDER BY p.id, s.bucket",
+                          {id})
+                     .rows) {
+    if (d.stock.empty() || d.stock.back().code != x.str(0)) {
+      d.stock.emplace_back();
+      d.stock.back().code = x.str(0);
+      d.stock.back().configured = x.i64(1);
+    }
+    auto& p = d.stock.back();
+    if (x.is_null(2)) continue;
+    p.total += x.i64(3);
+    p.remain += x.i64(4);
+    p.buckets.emplace_back(x.i64(2), x.i64(4));
+  }
+  for (auto& x :
+       tx.query("SELECT state, count(*) FROM grants WHERE activity_id = $1 GROUP BY state ORDER BY state", {id}).rows)
+    d.grant_states.emplace_back(x.str(0), x.i64(1));
+  for (auto& x : tx.query("SELECT b.state, count(*) FROM delivery_bill b JOIN grants g ON g.id = b.grant_id "
+                          "WHERE g.activity_id = $1 GROUP BY b.state ORDER BY b.state",
+                          {id})
+                     .rows)
+    d.bill_states.emplace_back(x.str(0), x.i64(1));
+  for (auto& x : tx.query("SELECT r.state, count(*), sum(CASE WHEN r.next_attempt_at < $2 THEN 1 ELSE 0 END) "
+                          "FROM resend_bill r JOIN grants g ON g.id = r.grant_id WHERE g.activity_id = $1 "
+                          "AND r.state <> 'done' GROUP BY r.state",
+                          {id, now})
+                     .rows) {
+    if (x.str(0) == "pending") {
+      d.resend_pending = x.i64(1);
+      d.resend_overdue = x.i64(2);
+    } else {
+      d.resend_manual += x.i64(1);
+    }
+  }
+}
+
+void read_marks(store::Tx& tx, int64_t id, const std::string& code, Data& d) {
+  for (auto& x : tx.query("SELECT e.batch_no, coalesce(e.kind, 'manual'), e.state, e.reason, coalesce(p.code, ''), "
+                          "e.created_at, e.observed_count, e.observed_amount FROM fuse_event e "
+                          "LEFT JOIN prize p ON p.id = e.prize_id WHERE e.activity_id = $1 ORDER BY e.created_at, e.id",
+                          {id})
+                     .rows) {
+    FuseMark m;
+    m.batch_no = x.str(0);
+    m.kind = x.str(1);
+    m.state = x.str(2);
+    m.reason = x.str(3);
+    m.prize = x.str(4);
+    m.at = x.i64(5);
+    m.observed_count = x.i64(6);
+    m.observed_amount = x.i64(7);
+    d.fuse.push_back(std::move(m));
+  }
+  auto r = tx.query("SELECT id, state, checks, diff_count, started_at FROM reconcile_run ORDER BY id DESC LIMIT 1");
+  if (r.empty()) return;
+  ReconcileMark m;
+  m.run = r[0].i64(0);
+  m.state = r[0].str(1);
+  m.checks = r[0].str(2);
+  m.diffs_all = r[0].i64(3);
+  m.started_at = r[0].i64(4);
+  m.diffs_here = tx.query("SELECT count(*) FROM reconcile_diff WHERE run_id = $1 AND (entity_key = $2 OR "
+                          "substr(entity_key, 1, length(CAST($2 AS TEXT)) + 1) = CAST($2 AS TEXT) || '/')",
+                          {m.run, code})[0]
+                     .i64(0);
+  d.reconcile = m;
+}
+
+}  // namespace
+
+int64_t Bucket::rejected_total() const {
+  int64_t n = 0;
+  for (auto& [_, c] : rejected) n += c;
+  return n;
+}
+
+Data collect(store::Store& st, const Options& o) {
+  Data d;
+  st.transact(store::TxMode::read, [&](store::Tx& tx) {
+    d = Data{};
+    int64_t id = 0;
+    d.h = read_header(tx, o.activity, id);
+    choose_range(tx, id, d.h, o, d);
+    read_series(tx, id, d);
+    read_books(tx, id, o.now, d);
+    read_marks(tx, id, d.h.code, d);
+  });
+  return d;
+}
+
+std::vector<std::string> activity_codes(store::Store& st) {
+  std::vector<std::string> out;
+  for (auto& x : st.query("SELECT code FROM activity ORDER BY id").rows) out.push_back(x.str(0));
+  return out;
+}
+
+Millis parse_bucket(const std::string& s) {
+  if (s == "1m") return kMinute;
+  if (s == "1h") return kHour;
+  if (s == "1d") return kDay;
+  throw Error(Exit::usage, "--bucket: expected 1m, 1h or 1d, got '" + s.substr(0, 40) + "'");
+}
+
+std::string bucket_name(Millis b) { return b == kMinute ? "1m" : b == kHour ? "1h" : b == kDay ? "1d" : std::to_string(b) + "ms"; }
+
+}  // namespace rc::jobs::report

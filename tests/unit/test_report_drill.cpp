@@ -1,0 +1,72 @@
+// Pure parts of report and drill: the chi-square tail the lottery check decides with, the HTML
+// escaping and page shape of report, the bucket flag.
+#include <doctest/doctest.h>
+
+#include "jobs/drill_internal.hpp"
+#include "jobs/report_html.hpp"
+
+using namespace rc::jobs;
+
+TEST_CASE("drill: chi_square_p matches the tables") {
+  // critical values from the chi-square table: p = 0.05 and p = 0.001
+  CHECK(drill::chi_square_p(3.841, 1) == doctest::Approx(0.05).epsilon(0.01));
+  CHECK(drill::chi_square_p(18.307, 10) == doctest::Approx(0.05).epsilon(0.01));
+  CHECK(drill::chi_square_p(13.816, 2) == doctest::Approx(0.001).epsilon(0.01));
+  CHECK(drill::chi_square_p(29.588, 10) == doctest::Approx(0.001).epsilon(0.01));
+  CHECK(drill::chi_square_p(0.0, 4) == 1.0);
+  CHECK(drill::chi_square_p(1e6, 3) < 1e-12);
+  // the median of chi-square with k dof is about k(1 - 2/(9k))^3
+  CHECK(drill::chi_square_p(99.334, 100) == doctest::Approx(0.5).epsilon(0.01));
+}
+
+TEST_CASE("report: html_escape escapes the five characters and nothing else") {
+  CHECK(report::html_escape("<a href=\"x\">'&'</a>") == "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  CHECK(report::html_escape("红包 ok") == "红包 ok");
+}
+
+TEST_CASE("report: a page has no script, no URL, a CSP, and every prize and figure of its data") {
+  report::Data d;
+  d.h.code = "act";
+  d.h.name = "<b>x</b>";
+  d.h.start_at = 0;
+  d.h.end_at = 86'399'000;
+  d.from = 0;
+  d.to = 120'000;
+  d.bucket = 60'000;
+  d.series.resize(2);
+  d.series[0].at = 0;
+  d.series[0].granted = 5;
+  d.series[1].at = 60'000;
+  d.series[1].rejected["sold_out"] = 7;
+  d.granted = 5;
+  d.rejected = 7;
+  d.reject_reasons = {{"sold_out", 7}};
+  report::PrizeStock p;
+  p.code = "gold-2";
+  p.total = 10;
+  p.remain = 5;
+  d.stock.push_back(p);
+  const std::string html = report::render_activity(d, 0);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http:") == std::string::npos);
+  CHECK(html.find("https:") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("Content-Security-Policy") != std::string::npos);
+  CHECK(html.find("&lt;b&gt;x&lt;/b&gt;") != std::string::npos);
+  CHECK(html.find("data-prize=\"gold-2\"") != std::string::npos);
+  CHECK(html.find("<td data-k=\"remain\">5</td>") != std::string::npos);
+  CHECK(html.find("<td data-k=\"rejected:sold_out\">7</td>") != std::string::npos);
+  CHECK(html.find("This activity has no budget") != std::string::npos);
+  const std::string index = report::render_index({d}, 0);
+  CHECK(index.find("href=\"act.html\"") != std::string::npos);
+  CHECK(index.find("<polyline") != std::string::npos);
+}
+
+TEST_CASE("report: --bucket takes 1m, 1h, 1d") {
+  CHECK(report::parse_bucket("1m") == 60'000);
+  CHECK(report::parse_bucket("1h") == 3'600'000);
+  CHECK(report::parse_bucket("1d") == 86'400'000);
+  CHECK_THROWS_AS(report::parse_bucket("5m"), rc::Error);
+  CHECK(report::bucket_name(3'600'000) == "1h");
+}
