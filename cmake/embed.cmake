@@ -25,6 +25,8 @@ foreach(dialect sqlite postgres)
     if(ver STREQUAL "")
       message(FATAL_ERROR "${f}: a migration's file name must start with its version number (NNNN_name.sql)")
     endif()
+    # "0008" written into C++ is an octal literal (and an error): the version is the decimal number
+    string(REGEX REPLACE "^0+([0-9])" "\\1" ver "${ver}")
     file(READ ${f} text)
     string(REPLACE "{{pk}}" "${pk}" text "${text}")
     string(REGEX REPLACE "--@${other} [^\n]*\n" "" text "${text}")
