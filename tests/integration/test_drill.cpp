@@ -215,7 +215,7 @@ TEST_CASE("drill: a scratch database made by an earlier drill is used again") {
   CHECK(db.count("SELECT count(*) FROM drill_run WHERE passed = 1") == 2);
 }
 
-TEST_CASE("drill: an interrupted drill exits 130 and records nothing; a latest failing drill withdraws a pass") {
+TEST_CASE("drill: an interrupted drill exits 130 and records nothing, and a latest failing drill withdraws a pass") {
   TestDb db;
   db.migrate();
   TestDb sc;
