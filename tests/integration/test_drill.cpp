@@ -219,7 +219,7 @@ TEST_CASE("drill: an interrupted drill exits 130 and records nothing, and a late
   TestDb db;
   db.migrate();
   TestDb sc;
-  std::vector<std::string> argv{"timeout", "-s", "INT", "4", REWARDCTL_BIN, "--db", db.url(), "drill", "-f",
+  std::vector<std::string> argv{"timeout", "--preserve-status", "-s", "INT", "4", REWARDCTL_BIN, "--db", db.url(), "drill", "-f",
                                 std::string(REWARDCTL_SOURCE_DIR) + "/templates/lottery.toml", "--workers", "4",
                                 "--lottery-draws", "5000000"};
   for (auto& x : scratch(sc)) argv.push_back(x);
