@@ -1,5 +1,5 @@
 #pragma once
-// Rejected claims, counted (table claim_reject, migration 0007).
+// Rejected claims, counted (table claim_reject, migration 0008).
 //
 // A rejected claim writes nothing of its own: its transaction rolls back. So that `report` can
 // draw "rejected by reason" over time, the rejection is counted afterwards, per activity, UTC

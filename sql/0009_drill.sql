@@ -1,4 +1,4 @@
--- rewardctl schema v8: drill runs. `rewardctl drill` rehearses a definition in a scratch database
+-- rewardctl schema v9: drill runs. `rewardctl drill` rehearses a definition in a scratch database
 -- and records here, in the live one, what it found for that definition's hash: with
 -- review.drill_required = true, `activity publish` needs a passing run of the current hash.
 CREATE TABLE drill_run (

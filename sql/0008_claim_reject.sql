@@ -1,4 +1,4 @@
--- rewardctl schema v7: rejected claims, counted. A rejected claim writes no grant; what `report`
+-- rewardctl schema v8: rejected claims, counted. A rejected claim writes no grant; what `report`
 -- draws as "rejected by reason" comes from this table: one row per activity, minute (UTC millis,
 -- floored) and reason, its count raised by one upsert after the claim's transaction rolled back.
 CREATE TABLE claim_reject (
