@@ -96,7 +96,7 @@ void register_drill(CLI::App& app, Ctx& ctx) {
                                         "budget, lottery, fuse, expiry, peak, reconcile; exit 1 on any failed check");
   d->add_option("ACTIVITY", opt.activity, "A stored activity's code (or give -f FILE)");
   d->add_option("-f,--file", opt.file, "A definition file not yet created ('-' for standard input)");
-  d->add_option("--workers", opt.workers, "Concurrent workers of the concurrency checks, 2 to 256 (default 16)")
+  d->add_option("--workers", opt.workers, "Concurrent worker processes of the concurrency checks, 2 to 256 (default 16)")
       ->check(CLI::Range(2, 256));
   peak_opt = d->add_option("--peak-qps", opt.peak_qps,
                            "Expected peak claims/s: the peak check needs twice this (default: not run)");

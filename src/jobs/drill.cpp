@@ -8,7 +8,6 @@
 #include <chrono>
 #include <sstream>
 #include <filesystem>
-#include <thread>
 
 #include "core/activity/activity.hpp"
 #include "core/engine/lottery.hpp"
@@ -98,13 +97,6 @@ std::string random_tag() {
 
 }  // namespace
 
-std::unique_ptr<store::Store> Scratch::connect() const {
-  store::StoreOptions so;
-  so.busy_timeout_ms = 30000;
-  so.retries = 20;
-  return store::open_store(dsn, so);
-}
-
 Scratch::~Scratch() {
   st.reset();
   lease.reset();
@@ -192,35 +184,11 @@ std::map<std::string, int64_t> Drill::issue(const std::string& code, int64_t n, 
   return out;
 }
 
-void Drill::concurrently(int workers, const std::function<void(int, engine::Engine&)>& fn) {
-  std::vector<std::unique_ptr<store::Store>> conns;
-  std::vector<std::unique_ptr<engine::Engine>> engines;
-  for (int i = 0; i < workers; ++i) {
-    conns.push_back(sc.connect());
-    engines.push_back(std::make_unique<engine::Engine>(*conns.back(), clock, engine_options()));
-  }
-  std::mutex mu;
-  std::exception_ptr first_error;
-  // the start line: every worker connected and waiting before the first claim
-  std::condition_variable cv;
-  int waiting = 0;
-  std::vector<std::thread> ts;
-  for (int i = 0; i < workers; ++i)
-    ts.emplace_back([&, i] {
-      {
-        std::unique_lock<std::mutex> g(mu);
-        if (++waiting == workers) cv.notify_all();
-        cv.wait(g, [&] { return waiting == workers; });
-      }
-      try {
-        fn(i, *engines[size_t(i)]);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu);
-        if (!first_error) first_error = std::current_exception();
-      }
-    });
-  for (auto& t : ts) t.join();
-  if (first_error) std::rethrow_exception(first_error);  // an Error keeps its exit code
+WorkersRun Drill::processes(int workers, WorkerTask task) {
+  task.dsn = sc.dsn;
+  task.now = clock.now_ms();
+  task.operator_name = o.operator_name;
+  return run_workers(std::vector<WorkerTask>(size_t(workers), task));
 }
 
 int64_t Drill::count(const std::string& sql, const store::Params& p) { return sc.st->query(sql, p)[0].i64(0); }

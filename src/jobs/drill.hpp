@@ -8,7 +8,7 @@
 // window moved around the drill's own clock, which the checks move as they need (a limit period's
 // midnight, the end of the window, a day earlier for day-over-day). Claims go through Engine::claim
 // (or claim_many for volume) without delivery: a drill never calls a webhook. Concurrency is real:
-// `workers` threads, each on its own connection, start together at a barrier.
+// `workers` processes, each on its own connection, start together at a barrier (drill_workers.hpp).
 //
 // Checks (result pass, fail or n/a when the definition has nothing to check):
 //   oversell     stock clamped to a small N per prize, workers of distinct users: exactly N granted

@@ -21,24 +21,20 @@ std::string key(const engine::ClaimOutcome& c) {
   return c.status == engine::Status::rejected ? "rejected:" + c.reason : engine::status_name(c.status);
 }
 
-// Outcomes counted across workers.
-struct Tally {
-  std::mutex mu;
-  std::map<std::string, int64_t> m;
-  void add(const std::string& k) {
-    std::lock_guard<std::mutex> g(mu);
-    ++m[k];
-  }
-  int64_t operator[](const std::string& k) {
-    std::lock_guard<std::mutex> g(mu);
-    auto it = m.find(k);
-    return it == m.end() ? 0 : it->second;
-  }
-  json to_json() {
-    std::lock_guard<std::mutex> g(mu);
-    return json(m);
-  }
-};
+// The figures every concurrent check shows of its workers: how many, how many distinct processes.
+json worker_figures(const WorkersRun& r) {
+  return {{"workers", int64_t(r.workers.size())}, {"worker_pids", r.distinct_pids()}};
+}
+
+json merged(json a, const json& b) {
+  a.update(b);
+  return a;
+}
+
+int64_t get(const std::map<std::string, int64_t>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
 
 engine::ClaimRequest request(const std::string& code, const std::string& user, const std::string& biz) {
   engine::ClaimRequest r;
@@ -128,15 +124,16 @@ Check check_oversell(Drill& x) {
   // direct claims name their prize in turn; a lottery draws (more draws: its odds decide)
   const int64_t attempts = d.kind == Kind::lottery ? 30 * kN * int64_t(np) + 4 * k : 2 * kN * int64_t(np) + 4 * k;
   const int64_t per = (attempts + k - 1) / k;
-  Tally t;
-  x.concurrently(k, [&](int w, engine::Engine& e) {
-    for (int64_t i = 0; i < per; ++i) {
-      auto r = request(code, "o" + std::to_string(w) + "-" + std::to_string(i),
-                       code + ":" + std::to_string(w) + ":" + std::to_string(i));
-      if (d.kind == Kind::direct) r.prize = d.prizes[size_t((w + i) % int64_t(np))].code;
-      t.add(key(e.claim(r)));
-    }
-  });
+  WorkerTask task;
+  task.check = "oversell";
+  task.code = code;
+  task.claims = per;
+  task.user = "o{w}-{i}";
+  task.biz = code + ":{w}:{i}";
+  if (d.kind == Kind::direct)
+    for (auto& p : d.prizes) task.prizes.push_back(p.code);
+  const WorkersRun run = x.processes(k, task);
+  const auto t = run.outcomes();
   auto b = books(x, code);
   bool pass = true, any_out = false;
   std::string detail;
@@ -166,9 +163,11 @@ Check check_oversell(Drill& x) {
     detail += "no prize ran out after " + std::to_string(attempts) + " draws; ";
   }
   if (detail.empty())
-    detail = std::to_string(t["granted"]) + " granted of stock clamped to " + std::to_string(kN) + " per prize by " +
-             std::to_string(k) + " workers (" + std::to_string(attempts) + " claims); no prize below 0";
-  return result(pass, detail, {{"workers", k}, {"claims", per * k}, {"outcomes", t.to_json()}, {"prizes", per_prize}});
+    detail = std::to_string(get(t, "granted")) + " granted of stock clamped to " + std::to_string(kN) +
+             " per prize by " + std::to_string(k) + " worker processes (" + std::to_string(per * k) +
+             " claims); no prize below 0";
+  return result(pass, detail,
+                merged(worker_figures(run), {{"claims", per * k}, {"outcomes", t}, {"prizes", per_prize}}));
 }
 
 Check check_idempotency(Drill& x) {
@@ -179,14 +178,21 @@ Check check_idempotency(Drill& x) {
   const std::string code = x.create(d);
   const int k = x.o.workers;
   const std::string biz = code + ":once";
-  Tally t;
-  x.concurrently(k, [&](int, engine::Engine& e) { t.add(key(e.claim(request(code, "idem-user", biz)))); });
+  WorkerTask task;
+  task.check = "idempotency";
+  task.code = code;
+  task.claims = 1;
+  task.user = "idem-user";
+  task.biz = biz;
+  const WorkersRun run = x.processes(k, task);
+  const auto t = run.outcomes();
   const int64_t rows = x.count("SELECT count(*) FROM grants WHERE biz_id = $1", {biz});
-  const bool pass = rows == 1 && t["granted"] == 1 && t["replayed"] == k - 1;
+  const bool pass = rows == 1 && get(t, "granted") == 1 && get(t, "replayed") == k - 1;
   return result(pass,
-                "the same biz_id from " + std::to_string(k) + " workers at once: " + std::to_string(rows) + " grant(s), " +
-                    std::to_string(t["granted"]) + " granted, " + std::to_string(t["replayed"]) + " replayed",
-                {{"workers", k}, {"grants", rows}, {"outcomes", t.to_json()}});
+                "the same biz_id from " + std::to_string(k) + " worker processes at once: " + std::to_string(rows) +
+                    " grant(s), " + std::to_string(get(t, "granted")) + " granted, " +
+                    std::to_string(get(t, "replayed")) + " replayed",
+                merged(worker_figures(run), {{"grants", rows}, {"outcomes", t}}));
 }
 
 Check check_limits(Drill& x) {
@@ -202,20 +208,22 @@ Check check_limits(Drill& x) {
   lift_stock(d, attempts + 10);
   lift_budget(d);
   const std::string code = x.create(d);
-  Tally t;
-  x.concurrently(k, [&](int w, engine::Engine& e) {
-    for (int64_t i = 0; i < per; ++i)
-      t.add(key(e.claim(request(code, "limit-user", code + ":" + std::to_string(w) + ":" + std::to_string(i)))));
-  });
+  WorkerTask task;
+  task.check = "limits";
+  task.code = code;
+  task.claims = per;
+  task.user = "limit-user";
+  task.biz = code + ":{w}:{i}";
+  const WorkersRun run = x.processes(k, task);
   const int64_t got = x.count("SELECT count(*) FROM grants g JOIN activity a ON a.id = g.activity_id WHERE a.code = $1 "
                               "AND g.user_id = 'limit-user'",
                               {code});
   bool pass = got == lim->count;
-  std::string detail = std::to_string(per * k) + " claims of one user from " + std::to_string(k) + " workers: " +
+  std::string detail = std::to_string(per * k) + " claims of one user from " + std::to_string(k) + " worker processes: " +
                        std::to_string(got) + " granted, limit " + std::to_string(lim->count) + " per " +
                        period_name(lim->period);
-  json fig{{"workers", k}, {"claims", per * k}, {"granted", got}, {"limit", lim->count},
-           {"period", period_name(lim->period)}, {"outcomes", t.to_json()}};
+  json fig = merged(worker_figures(run), {{"claims", per * k}, {"granted", got}, {"limit", lim->count},
+                                         {"period", period_name(lim->period)}, {"outcomes", run.outcomes()}});
   if (lim->period != Period::total) {
     // the period ends at midnight in the activity's zone: refused 1 ms before, granted at it
     const Millis edge = next_period(lim->period, x.clock.now_ms(), def.timezone);
@@ -253,24 +261,28 @@ Check check_budget(Drill& x) {
   drop_limits(d);
   d.budget_cents = c;
   const std::string code = x.create(d);
-  Tally t;
-  x.concurrently(2, [&](int w, engine::Engine& e) {
-    t.add(key(e.claim(request(code, "budget-u" + std::to_string(w), code + ":" + std::to_string(w)))));
-  });
+  WorkerTask task;
+  task.check = "budget";
+  task.code = code;
+  task.claims = 1;
+  task.user = "budget-u{w}";
+  task.biz = code + ":{w}";
+  const WorkersRun run = x.processes(2, task);
+  const auto t = run.outcomes();
   const int64_t consumed = x.count("SELECT b.consumed_cents FROM budget b JOIN activity a ON a.id = b.activity_id "
                                    "WHERE a.code = $1",
                                    {code});
   const int64_t cost = x.count("SELECT coalesce(sum(g.cost_cents), 0) FROM grants g JOIN activity a ON a.id = "
                                "g.activity_id WHERE a.code = $1",
                                {code});
-  const int64_t granted = t["granted"];
+  const int64_t granted = get(t, "granted");
   bool pass = consumed <= c && consumed == cost && granted >= 1;
   const bool fixed = def.kind == Kind::direct && !def.prizes[0].amount_max;
-  if (fixed) pass = pass && granted == 1 && t["rejected:budget_exhausted"] == 1;
+  if (fixed) pass = pass && granted == 1 && get(t, "rejected:budget_exhausted") == 1;
   return result(pass,
-                "a budget of one grant (" + std::to_string(c) + " cents) and 2 concurrent claims: " +
+                "a budget of one grant (" + std::to_string(c) + " cents) and 2 concurrent claims (2 processes): " +
                     std::to_string(granted) + " granted, " + std::to_string(consumed) + " cents consumed",
-                {{"budget_cents", c}, {"consumed_cents", consumed}, {"outcomes", t.to_json()}});
+                merged(worker_figures(run), {{"budget_cents", c}, {"consumed_cents", consumed}, {"outcomes", t}}));
 }
 
 Check check_lottery(Drill& x) {
@@ -568,32 +580,27 @@ Check check_peak(Drill& x) {
   drop_limits(d);
   const std::string code = x.create(d);
   const int k = x.o.workers;
-  Tally t;
-  std::atomic<int64_t> granted{0};
-  // the clock starts when the workers are released (connecting them is not part of the peak)
-  std::once_flag started;
-  std::chrono::steady_clock::time_point t0, until;
-  x.concurrently(k, [&](int w, engine::Engine& e) {
-    std::call_once(started, [&] {
-      t0 = std::chrono::steady_clock::now();
-      until = t0 + std::chrono::milliseconds(int64_t(x.o.peak_seconds * 1000));
-    });
-    for (int64_t i = 0; std::chrono::steady_clock::now() < until; ++i) {
-      auto c = e.claim(request(code, "pk" + std::to_string(w) + "-" + std::to_string(i),
-                               code + ":" + std::to_string(w) + ":" + std::to_string(i)));
-      if (c.status == engine::Status::granted) ++granted;
-      else t.add(key(c));
-    }
-  });
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double qps = double(granted.load()) / std::max(1e-9, secs);
+  WorkerTask task;
+  task.check = "peak";
+  task.code = code;
+  task.seconds = x.o.peak_seconds;
+  task.user = "pk{w}-{i}";
+  task.biz = code + ":{w}:{i}";
+  // the time runs from the release at the barrier (starting and connecting the workers is not
+  // part of the peak) to the last worker's result
+  const WorkersRun run = x.processes(k, task);
+  auto t = run.outcomes();
+  const int64_t granted = get(t, "granted");
+  t.erase("granted");
+  const double secs = run.seconds;
+  const double qps = double(granted) / std::max(1e-9, secs);
   const double need = 2 * *x.o.peak_qps;
   char buf[200];
   std::snprintf(buf, sizeof buf, "%.0f claims/s at %d workers (%lld in %.1f s); needed %.0f (2 x --peak-qps %.0f)", qps,
-                k, (long long)granted.load(), secs, need, *x.o.peak_qps);
+                k, (long long)granted, secs, need, *x.o.peak_qps);
   return result(qps >= need, buf,
-                {{"workers", k}, {"claims_per_s", std::round(qps)}, {"needed_per_s", need}, {"granted", granted.load()},
-                 {"seconds", secs}, {"other_outcomes", t.to_json()}});
+                merged(worker_figures(run), {{"claims_per_s", std::round(qps)}, {"needed_per_s", need},
+                                             {"granted", granted}, {"seconds", secs}, {"other_outcomes", t}}));
 }
 
 Check check_reconcile(Drill& x) {

@@ -2,16 +2,15 @@
 // drill's internals shared by drill.cpp (scratch database, copies of the definition, the run) and
 // drill_checks.cpp (one function per check).
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/engine/engine.hpp"
 #include "jobs/drill.hpp"
+#include "jobs/drill_workers.hpp"
 #include "jobs/lease.hpp"
 #include "jobs/runner.hpp"
 
@@ -35,7 +34,6 @@ struct Scratch {
   std::string describe;  // for people, without secrets
   std::unique_ptr<store::Store> st;
   std::unique_ptr<Lease> lease;  // one drill at a time per scratch database
-  std::unique_ptr<store::Store> connect() const;  // another connection, for a worker
   ~Scratch();
 };
 
@@ -63,9 +61,11 @@ struct Drill {
   // clock; returns outcomes per status/reason ("granted", "rejected:sold_out", ...).
   std::map<std::string, int64_t> issue(const std::string& code, int64_t n, const std::string& user_prefix,
                                        const std::optional<std::string>& prize = std::nullopt);
-  // Runs fn(worker index, its engine) on `workers` threads, each with its own connection, started
-  // together. An exception in any worker is rethrown (the first one) after all have finished.
-  void concurrently(int workers, const std::function<void(int, engine::Engine&)>& fn);
+  // Runs `workers` worker processes of `task` (drill_workers.hpp), each with its own connection to
+  // the scratch database, released together; the check sets what they claim (check, code, claims
+  // or seconds, user and biz_id patterns, prizes), this fills in the scratch DSN, the clock's time
+  // and the operator. Throws as run_workers does (a worker that dies fails the check).
+  WorkersRun processes(int workers, WorkerTask task);
   int64_t count(const std::string& sql, const store::Params& p = {});
 };
 

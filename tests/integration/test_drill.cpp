@@ -5,9 +5,16 @@
 // current definition passes; bad input is refused with its exit code and records nothing.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "support/jobs.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -53,6 +60,32 @@ std::vector<std::string> definitions() {
       if (e.is_regular_file() && e.path().extension() == ".toml") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The pids of live drill worker processes (`rewardctl __drill-worker`) whose environment holds
+// mark=1: a test's own workers, whatever else runs on the machine.
+std::vector<pid_t> workers_marked(const std::string& mark) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(e.path() / "cmdline"), env(e.path() / "environ");
+    std::string c((std::istreambuf_iterator<char>(cmd)), {}), v((std::istreambuf_iterator<char>(env)), {});
+    if (c.find("__drill-worker") == std::string::npos) continue;
+    if (v.find(mark + "=1") == std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string st((std::istreambuf_iterator<char>(stat)), {});
+    const auto rp = st.rfind(')');
+    if (rp != std::string::npos && st.size() > rp + 2 && st[rp + 2] == 'Z') continue;  // a zombie is not running
+    out.push_back(pid_t(std::stol(n)));
+  }
+  return out;
+}
+
+std::string unique_mark() {
+  std::random_device rd;
+  return "RC_DRILL_TEST_MARK_" + std::to_string(rd()) + std::to_string(::getpid());
 }
 
 }  // namespace
@@ -239,4 +272,80 @@ TEST_CASE("drill: an interrupted drill exits 130 and records nothing, and a late
         std::string::npos);
   drill(db, {"-f", f}, 0);
   db.ok({"activity", "create", "-f", f, "--publish", "--operator", "ci"}, 0, req);
+}
+
+TEST_CASE("drill: the concurrent checks run as distinct worker processes, one connection each") {
+  TestDb db;
+  db.migrate();
+  auto d = drill(db, {"-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/lottery.toml", "--peak-qps", "1",
+                      "--peak-seconds", "0.5"},
+                 0);
+  for (auto name : {"oversell", "idempotency", "limits", "peak"}) {
+    INFO(name << ": " << d.checks[name].dump());
+    CHECK(d.checks[name]["result"] == "pass");
+    CHECK(d.checks[name]["figures"]["workers"] == 6);
+    CHECK(d.checks[name]["figures"]["worker_pids"] == 6);
+  }
+  CHECK(d.checks["budget"]["figures"]["worker_pids"] == 2);
+  // every worker's claims reached the database: the outcomes add up to the claims made
+  int64_t sum = 0;
+  for (auto& [k, v] : d.checks["oversell"]["figures"]["outcomes"].items()) sum += v.get<int64_t>();
+  CHECK(sum == d.checks["oversell"]["figures"]["claims"].get<int64_t>());
+  CHECK(d.run.out.find("__drill-worker") == std::string::npos);
+  // the worker entry is internal: not a command in --help
+  CHECK(db.rc({"--help"}).out.find("drill-worker") == std::string::npos);
+}
+
+TEST_CASE("drill: a worker process that dies fails its check with a message, and the drill goes on") {
+  TestDb db;
+  db.migrate();
+  const std::string mark = unique_mark();
+  // test-only hook (drill_workers.hpp): worker 0 of the named check kills itself after one claim
+  auto d = drill(db, {"-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml"}, 1,
+                 {{"REWARDCTL_TEST_DRILL_KILL_WORKER", "oversell"}, {mark, "1"}});
+  auto o = d.checks["oversell"];
+  CHECK(o["result"] == "fail");
+  const std::string detail = o["detail"].get<std::string>();
+  CHECK(detail.find("worker 0 (pid ") != std::string::npos);
+  CHECK(detail.find("killed by signal 9") != std::string::npos);
+  CHECK(detail.find("the other workers were stopped") != std::string::npos);
+  // the other checks ran on, with their own workers
+  CHECK(d.checks["idempotency"]["result"] == "pass");
+  CHECK(d.checks["reconcile"]["result"] == "pass");
+  CHECK(d.summary["passed"] == false);
+  CHECK(db.count("SELECT count(*) FROM drill_run WHERE passed = 0") == 1);
+  CHECK(workers_marked(mark).empty());
+}
+
+TEST_CASE("drill: SIGINT during the peak stops every worker process and records nothing") {
+  TestDb db;
+  db.migrate();
+  TestDb sc;
+  const std::string mark = unique_mark();
+  std::vector<std::string> a{"drill", "-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml",
+                             "--workers", "4", "--peak-qps", "1", "--peak-seconds", "300"};
+  for (auto& x : scratch(sc)) a.push_back(x);
+  const pid_t pid = spawn(db, a, {{mark, "1"}});
+  // the peak's 4 workers are claiming: the checks before it are done (their lines are logged)
+  auto log = [&] {
+    std::ifstream f(db.dir() + "/spawn.err");
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+  };
+  const bool claiming =
+      eventually([&] { return log().find("drill expiry:") != std::string::npos && workers_marked(mark).size() == 4; }, 120);
+  INFO(log());
+  CHECK(claiming);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  // bounded: the drill answers the signal at once, or the test fails instead of hanging
+  const bool ended = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 60);
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  REQUIRE(ended);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(eventually([&] { return workers_marked(mark).empty(); }, 10));
+  CHECK(db.count("SELECT count(*) FROM drill_run") == 0);
 }
