@@ -155,7 +155,11 @@ void measure(store::Store& s, Times& t) {
   double all = 0;
   for (auto& [table, sql] : kRaw) {
     auto t0 = std::chrono::steady_clock::now();
-    s.transact(store::TxMode::read, [&](store::Tx& tx) { tx.query(sql); });
+    // (with the reconcile's own session settings: the same memory, the same planner)
+    s.transact(store::TxMode::read, [&](store::Tx& tx) {
+      rec::tune_read(tx);
+      tx.query(sql);
+    });
     double d = since(t0);
     all += d;
     auto it = t.per_agg.find(table);

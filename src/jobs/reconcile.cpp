@@ -58,6 +58,13 @@ std::vector<std::string> resolve_checks(const std::vector<std::string>& names) {
   return out;
 }
 
+void tune_read(store::Tx& tx) {
+  // The checks sort and hash whole tables: give them memory rather than temporary files (for this
+  // transaction on PostgreSQL; for this connection on SQLite, whose process is a short-lived job).
+  if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'; SET LOCAL jit = off");
+  else tx.exec_script("PRAGMA cache_size = -262144");  // (temp_store cannot change inside a transaction)
+}
+
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
                              std::vector<std::pair<std::string, double>>* seconds,
                              std::vector<std::string>* skipped) {
@@ -77,10 +84,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     if (seconds) seconds->clear();
     if (skipped) skipped->clear();
     bool stop = false;
-    // The checks sort and hash whole tables: give them memory rather than temporary files (for this
-    // transaction on PostgreSQL; for this connection on SQLite, whose process is a short-lived job).
-    if (tx.dialect() == store::Dialect::postgres) tx.exec_script("SET LOCAL work_mem = '256MB'");
-    else tx.exec_script("PRAGMA cache_size = -262144");  // (temp_store cannot change inside a transaction)
+    tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
     for (auto& c : check_table()) {

@@ -68,6 +68,14 @@ struct Report {
 // Validates the check names: Error(usage) naming an unknown one and listing the known ones.
 std::vector<std::string> resolve_checks(const std::vector<std::string>& names);
 
+// The settings a reconcile gives its read transaction before the first check: memory for the
+// checks' sorts and hashes (PostgreSQL work_mem for the transaction; SQLite page cache for the
+// connection) and, on PostgreSQL, no JIT compilation (for queries of a second or less it costs
+// more than it saves: about 0.1 s per large query, decided on cost estimates that grow with the
+// tables). bench/reconcile gives its baseline aggregates the same, so that the ratio compares
+// like with like.
+void tune_read(store::Tx& tx);
+
 // Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
 // `seconds`, when given, receives each check's time, in order.
 // `skipped`, when given, receives the checks that `o.more` stopped.

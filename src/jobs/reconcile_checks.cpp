@@ -81,19 +81,25 @@ const std::string kLedger =
     "OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL AND r.id IS NULL)) "
     "UNION ALL "
     "SELECT 'ledger_entry', le.bill_no || '/' || le.kind, 'a grant with bill ' || le.bill_no || ' for ' || le.user_id, "
-    "CASE WHEN g.id IS NULL THEN 'no such grant' ELSE 'grant ' || g.record_code || ' of ' || g.user_id END, "
+    "CASE WHEN g.id IS NULL OR g.bill_no IS NULL OR g.bill_no <> le.bill_no THEN 'no such grant' "
+    "ELSE 'grant ' || g.record_code || ' of ' || g.user_id END, "
     "le.amount || ' ' || le.asset || ' to ' || le.user_id, le.created_at "
+    // (the grant is found by its id alone, an integer key to hash; one carrying another bill number
+    // is no owner either)
     "FROM ledger_entry le LEFT JOIN delivery_bill d ON d.bill_no = le.bill_no "
-    "LEFT JOIN grants g ON g.id = d.grant_id AND g.bill_no = le.bill_no "
-    "WHERE CAST(:activity AS TEXT) IS NULL AND (g.id IS NULL OR g.user_id <> le.user_id) "
+    "LEFT JOIN grants g ON g.id = d.grant_id "
+    "WHERE CAST(:activity AS TEXT) IS NULL AND (g.id IS NULL OR g.bill_no IS NULL OR g.bill_no <> le.bill_no "
+    "OR g.user_id <> le.user_id) "
     "UNION ALL "
-    "SELECT 'ledger_account', x.user_id || '/' || x.asset, CAST(sum(x.entries) AS TEXT), CAST(sum(x.balance) AS TEXT), "
-    "'balance against the sum of ' || sum(x.n) || ' entr(ies)', NULL FROM ("
-    "SELECT le.user_id, le.asset, sum(le.amount) AS entries, 0 AS balance, count(*) AS n FROM ledger_entry le "
-    "GROUP BY le.user_id, le.asset "
-    "UNION ALL SELECT la.user_id, la.asset, 0, la.balance, 0 FROM ledger_account la) x "
-    "WHERE CAST(:activity AS TEXT) IS NULL OR x.user_id IN (SELECT g.user_id FROM grants g WHERE g.activity_id IN " + kActIds +
-    ") GROUP BY x.user_id, x.asset HAVING sum(x.entries) <> sum(x.balance)";
+    // each account against its entries summed per (user, asset): one full join of two keyed sets
+    // (an account without entries, entries without an account, both unequal)
+    "SELECT 'ledger_account', coalesce(e.user_id, la.user_id) || '/' || coalesce(e.asset, la.asset), "
+    "CAST(coalesce(e.entries, 0) AS TEXT), CAST(coalesce(la.balance, 0) AS TEXT), "
+    "'balance against the sum of ' || coalesce(e.n, 0) || ' entr(ies)', NULL FROM ("
+    "SELECT le.user_id, le.asset, sum(le.amount) AS entries, count(*) AS n FROM ledger_entry le "
+    "GROUP BY le.user_id, le.asset) e FULL JOIN ledger_account la ON la.user_id = e.user_id AND la.asset = e.asset "
+    "WHERE coalesce(e.entries, 0) <> coalesce(la.balance, 0) AND (CAST(:activity AS TEXT) IS NULL OR "
+    "coalesce(e.user_id, la.user_id) IN (SELECT g.user_id FROM grants g WHERE g.activity_id IN " + kActIds + "))";
 
 // qualifications: per activity and user, the used qualifications equal the grants on whitelist
 // activities (a claim marks its qualification used in the same transaction; nothing gives it back).
@@ -110,24 +116,32 @@ const std::string kQualifications =
 // limits: per scope and user, the counters summed over their periods equal the grants they count,
 // and no counter is over its limit. Keys: "a:ACTIVITY/USER" (activity limit), "p:ACTIVITY/PRIZE/USER".
 const std::string kLimits =
-    // the grants are counted per (activity or prize, user) first, by id, and named after: the
-    // grouping works on integers, and only the scopes that have a limit are read (no prize with a
-    // limit anywhere: the prize branch reads nothing)
-    "SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), CAST(sum(x.c) AS TEXT), "
-    "'counters of all periods against the grants they count', NULL FROM ("
-    "SELECT 'a:' || a.code AS k, h.user_id, h.n AS e, 0 AS c FROM (SELECT g.activity_id, g.user_id, count(*) AS n "
-    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE "
-    "a.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.activity_id, g.user_id) h JOIN activity a ON a.id = h.activity_id "
-    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, h.n, 0 FROM (SELECT g.prize_id, g.user_id, "
-    "count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE p.user_limit IS NOT NULL) "
-    "AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
+    // per scope kind, the grants counted per (activity or prize, user) by id and the counters summed
+    // over their periods per (activity or prize, user) meet in one full join of two keyed sets
+    // (grants without a counter, a counter without grants, both unequal), and are named after; only
+    // the scopes that have a limit are counted (no prize with a limit anywhere: the prize branch
+    // reads no grant)
+    "SELECT 'limit_counter', 'a:' || a.code || '/' || coalesce(h.user_id, c.user_id), CAST(coalesce(h.n, 0) AS TEXT), "
+    "CAST(coalesce(c.used, 0) AS TEXT), 'counters of all periods against the grants they count', NULL FROM "
+    "(SELECT g.activity_id, g.user_id, count(*) AS n FROM grants g WHERE g.state IN " + H +
+    " AND g.activity_id IN (SELECT a.id FROM activity a WHERE a.user_limit IS NOT NULL AND " + kAct + ") "
+    "GROUP BY g.activity_id, g.user_id) h FULL JOIN "
+    "(SELECT a.id AS activity_id, lc.user_id, sum(lc.used) AS used FROM activity a JOIN limit_counter lc "
+    "ON lc.scope = 'a:' || a.id WHERE " + kAct + " GROUP BY a.id, lc.user_id) c "
+    "ON c.activity_id = h.activity_id AND c.user_id = h.user_id JOIN activity a ON a.id = coalesce(h.activity_id, "
+    "c.activity_id) WHERE coalesce(h.n, 0) <> coalesce(c.used, 0) "
+    "UNION ALL "
+    "SELECT 'limit_counter', 'p:' || a.code || '/' || p.code || '/' || coalesce(h.user_id, c.user_id), "
+    "CAST(coalesce(h.n, 0) AS TEXT), CAST(coalesce(c.used, 0) AS TEXT), "
+    "'counters of all periods against the grants they count', NULL FROM "
+    "(SELECT g.prize_id, g.user_id, count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE "
+    "p.user_limit IS NOT NULL) AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
     "ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.prize_id, g.user_id) h "
-    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id "
-    "UNION ALL SELECT 'a:' || a.code, lc.user_id, 0, lc.used FROM activity a JOIN limit_counter lc "
-    "ON lc.scope = 'a:' || a.id WHERE " + kAct +
-    " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.user_id, 0, lc.used FROM activity a "
-    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
-    ") x GROUP BY x.k, x.user_id HAVING sum(x.e) <> sum(x.c) "
+    "FULL JOIN (SELECT p.id AS prize_id, lc.user_id, sum(lc.used) AS used FROM activity a JOIN prize p "
+    "ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
+    " GROUP BY p.id, lc.user_id) c ON c.prize_id = h.prize_id AND c.user_id = h.user_id "
+    "JOIN prize p ON p.id = coalesce(h.prize_id, c.prize_id) JOIN activity a ON a.id = p.activity_id "
+    "WHERE coalesce(h.n, 0) <> coalesce(c.used, 0) "
     "UNION ALL "
     "SELECT 'limit_counter', 'a:' || a.code || '/' || lc.user_id, '<= ' || a.user_limit, CAST(lc.used AS TEXT), "
     "'over the activity limit in period ' || lc.period_key, NULL FROM activity a JOIN limit_counter lc "
@@ -157,14 +171,12 @@ const std::string kStuck =
 // chain starts at its first row, and a qualification without rows is fine.
 // One ordered pass over the log (the covering index status_log_chain of migration 0007 gives the
 // order and every column, so no sort and no table lookups): each row with its predecessor's
-// to-state (lag) and whether it is the last of its record (lead). Only last rows and broken links
-// go on. Broken links are rare and look their key up alone; last rows meet their records in one
-// hash (PostgreSQL) or primary-key (SQLite) full join per kind of record, which also finds records
-// without any row and rows whose record is gone. A broken last row is reported as broken only.
+// to-state and whether it is the last of its record. Only last rows and broken links go on, to
+// meet their records in one join per kind of record, which also finds records without any row
+// and rows whose record is gone. A broken last row is reported as broken only. The two dialects
+// get the pass in their cheapest form (status_log_postgres, kChainSqlite below).
 const std::string kLoggedEntities =
     "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event')";
-const std::string kBroken =
-    "coalesce(lg.from_state, '') <> coalesce(lg.prev_to, '') AND NOT (lg.n = 1 AND lg.entity = 'qualification')";
 // The key of a logged record that is in scope (NULL when it is missing or outside --activity).
 const std::string kKeyOf =
     "CASE x.entity "
@@ -211,16 +223,8 @@ const std::vector<LoggedKind> kLoggedKinds = {
     {"fuse_event", "fuse_event t", "t.batch_no", "t.state", "t.activity_id IN " + kActIds, true},
 };
 // The last rows and broken links, as x (entity, entity_id, id, from_state, to_state, prev_to, n: the
-// record's row count on a last row, last, broken), in each dialect's cheapest form.
-// PostgreSQL: one window pass over the index-only scan (lag: the predecessor; lead: is it the last).
-const std::string kChainPostgres =
-    "WITH lg AS (SELECT l.entity, l.entity_id, l.id, l.from_state, l.to_state, "
-    "lag(l.to_state) OVER w AS prev_to, lead(l.id) OVER w AS next_id, row_number() OVER w AS n "
-    "FROM status_log l WHERE l.entity IN " + kLoggedEntities +
-    " WINDOW w AS (PARTITION BY l.entity, l.entity_id ORDER BY l.id)), "
-    "x AS MATERIALIZED (SELECT lg.entity, lg.entity_id, lg.id, lg.from_state, lg.to_state, lg.prev_to, lg.n, "
-    "CASE WHEN lg.next_id IS NULL THEN 1 ELSE 0 END AS last, "
-    "CASE WHEN " + kBroken + " THEN 1 ELSE 0 END AS broken FROM lg WHERE lg.next_id IS NULL OR (" + kBroken + ")) ";
+// record's row count on a last row, last, broken), for SQLite (below). PostgreSQL reads the chain
+// per kind of record instead (status_log_postgres).
 // SQLite, whose window functions copy every partition aside: each row's predecessor is one seek
 // back in the covering index (b: the broken rows, few), and the last row of each record comes
 // from a grouping that streams the same index (SQLite documents that the bare column of a max()
@@ -250,6 +254,47 @@ const std::string kStatusLogTail = [] {
   for (auto& k : kLoggedKinds) q += last_rows_against(k);
   return q;
 }();
+
+
+// PostgreSQL: per kind of record, one window pass over its range of the covering index (lag: the
+// predecessor's to-state; lead: is this the last row), keeping only last rows and broken links,
+// and ONE full join of those with the records (the plan streams the window into the join; nothing
+// is materialised, no key is looked up row by row). One row out of the join says everything: a
+// broken link (reported as such, even on a last row), a last row against its record's state, a
+// record without rows (t without lg), rows without a record (lg without t). A qualification's
+// first row may start anywhere (lag is NULL on a first row only: to_state is NOT NULL). The rows
+// come out in the order of the SQLite form: broken links by (entity, record, row), then each kind's
+// last rows by record.
+std::string status_log_postgres() {
+  std::string q = "SELECT s.entity, s.k, s.expected, s.actual, s.detail, s.at FROM (";
+  for (size_t i = 0; i < kLoggedKinds.size(); ++i) {
+    auto& k = kLoggedKinds[i];
+    const std::string e = "'" + k.entity + "'";
+    const std::string broken = "coalesce(c.from_state, '') <> coalesce(c.prev_to, '')" +
+                               std::string(k.needs_rows ? "" : " AND c.prev_to IS NOT NULL");
+    q += (i ? " UNION ALL " : "") +
+         std::string("SELECT ") + e + " AS entity, coalesce(" + k.key + ", '#' || coalesce(lg.entity_id, t.id)) AS k, "
+         "CASE WHEN lg.broken THEN coalesce(lg.prev_to, '(created)') WHEN lg.id IS NULL THEN 'a log row' "
+         "WHEN t.id IS NULL THEN 'the record' ELSE lg.to_state END AS expected, "
+         "CASE WHEN lg.broken THEN coalesce(lg.from_state, '(created)') WHEN t.id IS NULL THEN 'missing' ELSE " +
+         k.state + " END AS actual, "
+         "CASE WHEN lg.broken THEN 'log row ' || lg.id || ' (to ' || lg.to_state || ') does not start where the "
+         "previous row ended' WHEN lg.id IS NULL THEN 'no status-log row at all' "
+         "WHEN t.id IS NULL THEN (SELECT count(*) FROM status_log n WHERE n.entity = " + e +
+         " AND n.entity_id = lg.entity_id) || ' log row(s), the last to ' || lg.to_state "
+         "ELSE 'current state against the last log row ' || lg.id END AS detail, CAST(NULL AS BIGINT) AS at, "
+         "CASE WHEN lg.broken THEN 0 ELSE 1 END AS phase, " + std::to_string(i) + " AS kind, "
+         "coalesce(lg.entity_id, t.id) AS eid, lg.id AS lid "
+         "FROM (SELECT c.entity_id, c.id, c.from_state, c.to_state, c.prev_to, " + broken + " AS broken FROM ("
+         "SELECT l.entity_id, l.id, l.from_state, l.to_state, lag(l.to_state) OVER w AS prev_to, "
+         "lead(l.id) OVER w AS next_id FROM status_log l WHERE l.entity = " + e +
+         " WINDOW w AS (PARTITION BY l.entity_id ORDER BY l.id)) c WHERE c.next_id IS NULL OR (" + broken + ")) lg " +
+         (k.needs_rows ? "FULL" : "LEFT") + " JOIN " + k.from + " ON t.id = lg.entity_id "
+         "WHERE (lg.id IS NULL OR lg.broken OR t.id IS NULL OR lg.to_state <> " + k.state + ") "
+         "AND CASE WHEN t.id IS NULL THEN CAST(:activity AS TEXT) IS NULL ELSE " + k.in_scope + " END";
+  }
+  return q + ") s ORDER BY s.phase, CASE WHEN s.phase = 0 THEN s.entity END, s.kind, s.eid, s.lid";
+}
 
 
 // list_items: each list-issue item agrees with the grant of its biz_id ("<batch>:<user>"): the run,
@@ -284,7 +329,7 @@ const std::vector<Check> kChecks = {
     {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
-     kChainPostgres + kStatusLogTail, kChainSqlite + kStatusLogTail},
+     status_log_postgres(), kChainSqlite + kStatusLogTail},
     {{"list_items", "each list-issue item agrees with its grant (pending, held, issued, rejected, cancelled)"},
      kListItems},
 };

@@ -345,6 +345,103 @@ TEST_CASE("reconcile: a run with differences posts a signed summary to [alerts] 
   CHECK(db.count("SELECT count(*) FROM reconcile_run") == runs);
 }
 
+// The checks are written as full joins of keyed sets (ledger owners and balances, limit counters)
+// and, on PostgreSQL, as one chain pass per kind of record joined to its records (status_log):
+// each side of each join, and each way a row comes out of it, still reports its defect.
+TEST_CASE("reconcile: each side of the joined forms still reports its defect") {
+  TestDb db;
+  db.migrate();
+  db.expect_damage();
+  auto codes = books(db);
+  auto st = db.open();
+  auto grant_id = [&](const std::string& code) { return db.count("SELECT id FROM grants WHERE record_code = $1", {code}); };
+  auto bill_of = [&](const std::string& code) {
+    return st->query("SELECT bill_no FROM grants WHERE record_code = $1", {code})[0].str(0);
+  };
+  auto run = [&](const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"reconcile", "-o", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = parse(db.ok(args, 1));
+    INFO(dump(p));
+    return p;
+  };
+
+  SUBCASE("an entry whose delivery bill names a grant carrying another bill number") {
+    std::string bill = bill_of(codes[1]);
+    st->exec("UPDATE delivery_bill SET grant_id = $1 WHERE bill_no = $2", {grant_id(codes[0]), bill});
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "ledger", "ledger_entry", bill + "/credit"));
+    CHECK(p.diffs[0]["actual"] == "no such grant");
+  }
+  SUBCASE("an entry credited to another user: its owner, and both users' balances") {
+    std::string bill = bill_of(codes[2]);
+    st->exec("UPDATE ledger_entry SET user_id = 'u9' WHERE bill_no = $1", {bill});
+    auto p = run();
+    REQUIRE(p.diffs.size() == 3);
+    CHECK(has(p, "ledger", "ledger_entry", bill + "/credit"));
+    CHECK(has(p, "ledger", "ledger_account", "u3/coupon:thing"));  // an account, no entry left
+    CHECK(has(p, "ledger", "ledger_account", "u9/coupon:thing"));  // an entry, no account
+    for (auto& d : p.diffs) {
+      if (d["key"] == "u9/coupon:thing") CHECK((d["expected"] == "1" && d["actual"] == "0"));
+      if (d["key"] == "u3/coupon:thing") CHECK((d["expected"] == "0" && d["actual"] == "1"));
+    }
+  }
+  SUBCASE("an account without any entry") {
+    st->exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ('nobody', 'coupon:thing', 5, 0)");
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "ledger", "ledger_account", "nobody/coupon:thing"));
+    CHECK(p.diffs[0]["expected"] == "0");
+    CHECK(p.diffs[0]["actual"] == "5");
+  }
+  SUBCASE("an activity counter without grants") {
+    st->exec("INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) "
+             "SELECT 'a:' || id, 'ghost', 'total', 1, 0 FROM activity WHERE code = 'act'");
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "limits", "limit_counter", "a:act/ghost"));
+    CHECK(p.diffs[0]["expected"] == "0");
+    CHECK(p.diffs[0]["actual"] == "1");
+  }
+  SUBCASE("a prize counter where no prize has a limit") {
+    st->exec("INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) "
+             "SELECT 'p:' || id, 'u1', 'total', 1, 0 FROM prize WHERE code = 'p1'");
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "limits", "limit_counter", "p:act/p1/u1"));
+  }
+  SUBCASE("log rows of a grant that does not exist, reported only without --activity") {
+    st->exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) VALUES "
+             "('grant', 999999, NULL, 'init', 't', 0), ('grant', 999999, 'init', 'issuing', 't', 0)");
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "status_log", "grant", "#999999"));
+    CHECK(p.diffs[0]["expected"] == "the record");
+    CHECK(p.diffs[0]["actual"] == "missing");
+    CHECK(p.diffs[0]["detail"] == "2 log row(s), the last to issuing");
+    db.ok({"reconcile", "--activity", "act"});
+  }
+  SUBCASE("a grant without any log row") {
+    st->exec("DELETE FROM status_log WHERE entity = 'grant' AND entity_id = $1", {grant_id(codes[1])});
+    auto p = run();
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "status_log", "grant", codes[1]));
+    CHECK(p.diffs[0]["expected"] == "a log row");
+    CHECK(p.diffs[0]["actual"] == "success");
+  }
+  SUBCASE("a broken last row is reported once, as broken") {
+    st->exec("UPDATE status_log SET from_state = 'init' WHERE id = (SELECT max(id) FROM status_log WHERE entity = "
+             "'grant' AND entity_id = $1)",
+             {grant_id(codes[2])});
+    auto p = run({"--activity", "act"});
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, "status_log", "grant", codes[2]));
+    CHECK(p.diffs[0]["expected"] == "issuing");
+    CHECK(p.diffs[0]["actual"] == "init");
+  }
+}
+
 // The oracle itself: a test that leaves damaged books behind without saying so fails. (should_fail:
 // this test passes only when the harness's end-of-test reconcile fails it.)
 TEST_CASE("reconcile: the oracle fails a test whose books do not add up" * doctest::should_fail()) {
