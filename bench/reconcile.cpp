@@ -9,7 +9,11 @@
 // The rows are generated inside the database with set-based INSERT ... SELECT over a number series
 // (generate_series / a recursive CTE), so building 1M grants takes seconds, not minutes. The data are
 // consistent, and the bench fails when reconcile finds any difference in them.
-// PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG.
+// PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG. Each result prints the server
+// line its figures depend on (version, shared_buffers, data size). Give the server a cache that holds
+// the data (about 1.3 GB at 1M grants), as a database serving such a reconcile would have; e.g. a
+// throwaway server: PG_TMP_OPTS='-c shared_buffers=1GB' with scripts/pgtmp.sh (its default 128MB
+// makes every index-ordered pass read through the OS cache).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -188,8 +192,27 @@ struct Result {
   std::string backend;
   int64_t grants = 0, log_rows = 0, entries = 0;
   double build = 0;
+  std::string server;  // what the figures depend on: version, cache, size of the data
   Times t;
 };
+
+// The server settings the figures depend on, and the size of the data set. The checks and the
+// aggregates both run with reconcile's own session settings (rec::tune_read: work_mem, no JIT);
+// the cache is the server's: with shared_buffers smaller than the tables (PostgreSQL's default
+// 128MB against about 1.3 GB at 1M grants) every index-ordered pass of a check reads through the
+// OS cache while the aggregates' sequential scans use a small ring, and the ratio measures that.
+std::string server_of(store::Store& s) {
+  if (s.dialect() == store::Dialect::postgres) {
+    auto r = s.query(
+        "SELECT current_setting('server_version'), current_setting('shared_buffers'), "
+        "pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+        "c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'");
+    return "PostgreSQL " + r[0].str(0) + ", shared_buffers " + r[0].str(1) + ", data " + r[0].str(2) +
+           ", checks and aggregates with work_mem 256MB, jit off";
+  }
+  auto r = s.query("SELECT sqlite_version(), (SELECT page_count * page_size FROM pragma_page_count, pragma_page_size)");
+  return "SQLite " + r[0].str(0) + ", data " + std::to_string(r[0].i64(1) >> 20) + " MB, cache 256 MB";
+}
 
 std::string json_of(const std::vector<Result>& rs) {
   std::string j = "{\"bench\":\"reconcile\",\"goal_ratio\":3,\"results\":[";
@@ -202,6 +225,7 @@ std::string json_of(const std::vector<Result>& rs) {
                   i ? "," : "", r.backend.c_str(), (long long)r.grants, (long long)r.log_rows, (long long)r.entries,
                   r.build, r.t.reconcile, r.t.grants_agg, r.t.all_agg);
     j += buf;
+    j += "\"server\":\"" + r.server + "\",";
     std::snprintf(buf, sizeof buf, "\"ratio_grants_agg\":%.3f,\"ratio_all_aggs\":%.3f,\"checks\":{",
                   r.t.reconcile / r.t.grants_agg, r.t.reconcile / r.t.all_agg);
     j += buf;
@@ -289,12 +313,14 @@ int main(int argc, char** argv) {
     r.grants = s->query("SELECT count(*) FROM grants")[0].i64(0);
     r.log_rows = s->query("SELECT count(*) FROM status_log")[0].i64(0);
     r.entries = s->query("SELECT count(*) FROM ledger_entry")[0].i64(0);
+    r.server = server_of(*s);
     for (int k = 0; k < repeat; ++k) measure(*s, r.t);
     auto& tm = r.t;
     if (!json) {
       std::printf("%-9s %9lld %9.1f %11.3f %12.3f %11.3f %12.2f %13.2f\n", t.name.c_str(), (long long)r.grants,
                   r.build, tm.reconcile, tm.grants_agg, tm.all_agg, tm.reconcile / tm.grants_agg,
                   tm.reconcile / tm.all_agg);
+      std::printf("    %s\n", r.server.c_str());
       if (per_check) {
         for (auto& [name, sec] : tm.per_check) std::printf("    check %-16s %8.3f s\n", name.c_str(), sec);
         for (auto& [name, sec] : tm.per_agg) std::printf("    agg   %-16s %8.3f s\n", name.c_str(), sec);

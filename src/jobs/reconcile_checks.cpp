@@ -1,6 +1,7 @@
 // The reconcile checks: one set-based query each, the same text on SQLite and PostgreSQL except where
-// a dialect has a much cheaper form of the same question (status_log: a window on PostgreSQL, index
-// seeks on SQLite; both return the same rows).
+// a dialect has a much cheaper form of the same question (status_log: a window per kind of record
+// on PostgreSQL, index seeks on SQLite; limits: a full join on PostgreSQL, a union grouped once on
+// SQLite; each pair returns the same rows).
 //
 // Every query returns rows of (entity, key, expected, actual, detail, at): one row per difference,
 // nothing when the books agree. Named parameters (bound, numbered per query by bind_named):
@@ -115,12 +116,22 @@ const std::string kQualifications =
 
 // limits: per scope and user, the counters summed over their periods equal the grants they count,
 // and no counter is over its limit. Keys: "a:ACTIVITY/USER" (activity limit), "p:ACTIVITY/PRIZE/USER".
+// Counters over their limits, per period.
+const std::string kOverLimit =
+    "SELECT 'limit_counter', 'a:' || a.code || '/' || lc.user_id, '<= ' || a.user_limit, CAST(lc.used AS TEXT), "
+    "'over the activity limit in period ' || lc.period_key, NULL FROM activity a JOIN limit_counter lc "
+    "ON lc.scope = 'a:' || a.id WHERE " + kAct + " AND lc.used > a.user_limit "
+    "UNION ALL "
+    "SELECT 'limit_counter', 'p:' || a.code || '/' || p.code || '/' || lc.user_id, '<= ' || p.user_limit, "
+    "CAST(lc.used AS TEXT), 'over the prize limit in period ' || lc.period_key, NULL FROM activity a "
+    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id "
+    "WHERE " + kAct + " AND lc.used > p.user_limit";
+// The counters against the grants they count. PostgreSQL: per scope kind, the grants counted per
+// (activity or prize, user) by id and the counters summed over their periods per (activity or
+// prize, user) meet in one full join of two keyed sets (grants without a counter, a counter without
+// grants, both unequal), named after; only the scopes that have a limit are counted (no prize with
+// a limit anywhere: the prize branch reads no grant).
 const std::string kLimits =
-    // per scope kind, the grants counted per (activity or prize, user) by id and the counters summed
-    // over their periods per (activity or prize, user) meet in one full join of two keyed sets
-    // (grants without a counter, a counter without grants, both unequal), and are named after; only
-    // the scopes that have a limit are counted (no prize with a limit anywhere: the prize branch
-    // reads no grant)
     "SELECT 'limit_counter', 'a:' || a.code || '/' || coalesce(h.user_id, c.user_id), CAST(coalesce(h.n, 0) AS TEXT), "
     "CAST(coalesce(c.used, 0) AS TEXT), 'counters of all periods against the grants they count', NULL FROM "
     "(SELECT g.activity_id, g.user_id, count(*) AS n FROM grants g WHERE g.state IN " + H +
@@ -142,15 +153,26 @@ const std::string kLimits =
     " GROUP BY p.id, lc.user_id) c ON c.prize_id = h.prize_id AND c.user_id = h.user_id "
     "JOIN prize p ON p.id = coalesce(h.prize_id, c.prize_id) JOIN activity a ON a.id = p.activity_id "
     "WHERE coalesce(h.n, 0) <> coalesce(c.used, 0) "
-    "UNION ALL "
-    "SELECT 'limit_counter', 'a:' || a.code || '/' || lc.user_id, '<= ' || a.user_limit, CAST(lc.used AS TEXT), "
-    "'over the activity limit in period ' || lc.period_key, NULL FROM activity a JOIN limit_counter lc "
-    "ON lc.scope = 'a:' || a.id WHERE " + kAct + " AND lc.used > a.user_limit "
-    "UNION ALL "
-    "SELECT 'limit_counter', 'p:' || a.code || '/' || p.code || '/' || lc.user_id, '<= ' || p.user_limit, "
-    "CAST(lc.used AS TEXT), 'over the prize limit in period ' || lc.period_key, NULL FROM activity a "
-    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id "
-    "WHERE " + kAct + " AND lc.used > p.user_limit";
+    "UNION ALL " + kOverLimit;
+// SQLite, which joins two grouped subqueries by scanning one for each row of the other: the counts
+// and the counters in one union, grouped once by (scope, user), the grants counted by id first.
+const std::string kLimitsSqlite =
+    "SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), CAST(sum(x.c) AS TEXT), "
+    "'counters of all periods against the grants they count', NULL FROM ("
+    "SELECT 'a:' || a.code AS k, h.user_id, h.n AS e, 0 AS c FROM (SELECT g.activity_id, g.user_id, count(*) AS n "
+    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE "
+    "a.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.activity_id, g.user_id) h JOIN activity a ON a.id = h.activity_id "
+    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, h.n, 0 FROM (SELECT g.prize_id, g.user_id, "
+    "count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE p.user_limit IS NOT NULL) "
+    "AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
+    "ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.prize_id, g.user_id) h "
+    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id "
+    "UNION ALL SELECT 'a:' || a.code, lc.user_id, 0, lc.used FROM activity a JOIN limit_counter lc "
+    "ON lc.scope = 'a:' || a.id WHERE " + kAct +
+    " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.user_id, 0, lc.used FROM activity a "
+    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
+    ") x GROUP BY x.k, x.user_id HAVING sum(x.e) <> sum(x.c) "
+    "UNION ALL " + kOverLimit;
 
 // stuck: deliveries without an outcome, resend bills nobody resent, requests held too long.
 const std::string kStuck =
@@ -326,7 +348,7 @@ const std::vector<Check> kChecks = {
      kLedger},
     {{"qualifications", "per activity and user: used qualifications = grants on whitelist activities"},
      kQualifications},
-    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits},
+    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits, kLimitsSqlite},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
      status_log_postgres(), kChainSqlite + kStatusLogTail},
