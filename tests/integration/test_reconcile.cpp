@@ -62,6 +62,13 @@ std::vector<std::string> books(const TestDb& db) {
   return codes;
 }
 
+int64_t grant_id(const TestDb& db, const std::string& code) {
+  return db.count("SELECT id FROM grants WHERE record_code = $1", {code});
+}
+std::string bill_of(const TestDb& db, const std::string& code) {
+  return db.open()->query("SELECT bill_no FROM grants WHERE record_code = $1", {code})[0].str(0);
+}
+
 }  // namespace
 
 TEST_CASE("reconcile: clean books exit 0, the run is stored with no diff") {
@@ -92,14 +99,10 @@ TEST_CASE("reconcile: each kind of damage is found by the right check with the r
   db.expect_damage();
   auto codes = books(db);
   auto st = db.open();
-  auto grant_id = [&](const std::string& code) { return db.count("SELECT id FROM grants WHERE record_code = $1", {code}); };
-  auto bill_of = [&](const std::string& code) {
-    return st->query("SELECT bill_no FROM grants WHERE record_code = $1", {code})[0].str(0);
-  };
 
   SUBCASE("a grant deleted") {
-    int64_t id = grant_id(codes[0]);
-    std::string bill = bill_of(codes[0]);
+    int64_t id = grant_id(db, codes[0]);
+    std::string bill = bill_of(db, codes[0]);
     st->exec("DELETE FROM delivery_bill WHERE grant_id = $1", {id});
     st->exec("DELETE FROM grants WHERE id = $1", {id});
     auto p = parse(db.ok({"reconcile", "-o", "json"}, 1));
@@ -128,7 +131,7 @@ TEST_CASE("reconcile: each kind of damage is found by the right check with the r
     CHECK(p.diffs[0]["actual"] == "101");
   }
   SUBCASE("a ledger entry duplicated (and credited)") {
-    std::string bill = bill_of(codes[1]);
+    std::string bill = bill_of(db, codes[1]);
     st->exec(
         "INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) "
         "SELECT bill_no || '-dup', kind, user_id, asset, amount, created_at FROM ledger_entry WHERE bill_no = $1",
@@ -147,7 +150,7 @@ TEST_CASE("reconcile: each kind of damage is found by the right check with the r
     CHECK(has(p, "ledger", "ledger_account", "u3/coupon:thing"));
   }
   SUBCASE("a credit lost") {
-    std::string bill = bill_of(codes[2]);
+    std::string bill = bill_of(db, codes[2]);
     st->exec("DELETE FROM ledger_entry WHERE bill_no = $1", {bill});
     st->exec("UPDATE ledger_account SET balance = 0 WHERE user_id = 'u3'");
     auto p = parse(db.ok({"reconcile", "-o", "json"}, 1));
@@ -156,7 +159,7 @@ TEST_CASE("reconcile: each kind of damage is found by the right check with the r
     CHECK(has(p, "ledger", "grant", codes[2]));
   }
   SUBCASE("a status-log row removed") {
-    int64_t id = grant_id(codes[1]);
+    int64_t id = grant_id(db, codes[1]);
     SUBCASE("the last one") {
       st->exec("DELETE FROM status_log WHERE id = (SELECT max(id) FROM status_log WHERE entity = 'grant' AND entity_id = $1)",
                {id});
@@ -354,10 +357,6 @@ TEST_CASE("reconcile: each side of the joined forms still reports its defect") {
   db.expect_damage();
   auto codes = books(db);
   auto st = db.open();
-  auto grant_id = [&](const std::string& code) { return db.count("SELECT id FROM grants WHERE record_code = $1", {code}); };
-  auto bill_of = [&](const std::string& code) {
-    return st->query("SELECT bill_no FROM grants WHERE record_code = $1", {code})[0].str(0);
-  };
   auto run = [&](const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"reconcile", "-o", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -365,17 +364,22 @@ TEST_CASE("reconcile: each side of the joined forms still reports its defect") {
     INFO(dump(p));
     return p;
   };
+  // exactly one difference, of this check, entity and key; its expected and actual when given
+  auto only = [](const Parsed& p, const std::string& check, const std::string& entity, const std::string& key,
+                 const std::string& expected = "", const std::string& actual = "") {
+    REQUIRE(p.diffs.size() == 1);
+    CHECK(has(p, check, entity, key));
+    if (!expected.empty()) CHECK(p.diffs[0]["expected"] == expected);
+    if (!actual.empty()) CHECK(p.diffs[0]["actual"] == actual);
+  };
 
   SUBCASE("an entry whose delivery bill names a grant carrying another bill number") {
-    std::string bill = bill_of(codes[1]);
-    st->exec("UPDATE delivery_bill SET grant_id = $1 WHERE bill_no = $2", {grant_id(codes[0]), bill});
-    auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "ledger", "ledger_entry", bill + "/credit"));
-    CHECK(p.diffs[0]["actual"] == "no such grant");
+    std::string bill = bill_of(db, codes[1]);
+    st->exec("UPDATE delivery_bill SET grant_id = $1 WHERE bill_no = $2", {grant_id(db, codes[0]), bill});
+    only(run(), "ledger", "ledger_entry", bill + "/credit", "", "no such grant");
   }
   SUBCASE("an entry credited to another user: its owner, and both users' balances") {
-    std::string bill = bill_of(codes[2]);
+    std::string bill = bill_of(db, codes[2]);
     st->exec("UPDATE ledger_entry SET user_id = 'u9' WHERE bill_no = $1", {bill});
     auto p = run();
     REQUIRE(p.diffs.size() == 3);
@@ -389,56 +393,35 @@ TEST_CASE("reconcile: each side of the joined forms still reports its defect") {
   }
   SUBCASE("an account without any entry") {
     st->exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ('nobody', 'coupon:thing', 5, 0)");
-    auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "ledger", "ledger_account", "nobody/coupon:thing"));
-    CHECK(p.diffs[0]["expected"] == "0");
-    CHECK(p.diffs[0]["actual"] == "5");
+    only(run(), "ledger", "ledger_account", "nobody/coupon:thing", "0", "5");
   }
   SUBCASE("an activity counter without grants") {
     st->exec("INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) "
              "SELECT 'a:' || id, 'ghost', 'total', 1, 0 FROM activity WHERE code = 'act'");
-    auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "limits", "limit_counter", "a:act/ghost"));
-    CHECK(p.diffs[0]["expected"] == "0");
-    CHECK(p.diffs[0]["actual"] == "1");
+    only(run(), "limits", "limit_counter", "a:act/ghost", "0", "1");
   }
   SUBCASE("a prize counter where no prize has a limit") {
     st->exec("INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) "
              "SELECT 'p:' || id, 'u1', 'total', 1, 0 FROM prize WHERE code = 'p1'");
-    auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "limits", "limit_counter", "p:act/p1/u1"));
+    only(run(), "limits", "limit_counter", "p:act/p1/u1");
   }
   SUBCASE("log rows of a grant that does not exist, reported only without --activity") {
     st->exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) VALUES "
              "('grant', 999999, NULL, 'init', 't', 0), ('grant', 999999, 'init', 'issuing', 't', 0)");
     auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "status_log", "grant", "#999999"));
-    CHECK(p.diffs[0]["expected"] == "the record");
-    CHECK(p.diffs[0]["actual"] == "missing");
+    only(p, "status_log", "grant", "#999999", "the record", "missing");
     CHECK(p.diffs[0]["detail"] == "2 log row(s), the last to issuing");
     db.ok({"reconcile", "--activity", "act"});
   }
   SUBCASE("a grant without any log row") {
-    st->exec("DELETE FROM status_log WHERE entity = 'grant' AND entity_id = $1", {grant_id(codes[1])});
-    auto p = run();
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "status_log", "grant", codes[1]));
-    CHECK(p.diffs[0]["expected"] == "a log row");
-    CHECK(p.diffs[0]["actual"] == "success");
+    st->exec("DELETE FROM status_log WHERE entity = 'grant' AND entity_id = $1", {grant_id(db, codes[1])});
+    only(run(), "status_log", "grant", codes[1], "a log row", "success");
   }
   SUBCASE("a broken last row is reported once, as broken") {
     st->exec("UPDATE status_log SET from_state = 'init' WHERE id = (SELECT max(id) FROM status_log WHERE entity = "
              "'grant' AND entity_id = $1)",
-             {grant_id(codes[2])});
-    auto p = run({"--activity", "act"});
-    REQUIRE(p.diffs.size() == 1);
-    CHECK(has(p, "status_log", "grant", codes[2]));
-    CHECK(p.diffs[0]["expected"] == "issuing");
-    CHECK(p.diffs[0]["actual"] == "init");
+             {grant_id(db, codes[2])});
+    only(run({"--activity", "act"}), "status_log", "grant", codes[2], "issuing", "init");
   }
 }
 
