@@ -21,9 +21,6 @@ struct {
 
 CLI::Option* expires_opt = nullptr;  // --expires-at: given at all (an empty value is an error)
 
-// A value echoed in a message, cut to a readable length.
-std::string clip(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 60) + "..."; }
-
 int64_t per_second(int64_t n, double s) { return s > 0 ? int64_t(std::llround(double(n) / s)) : n; }
 std::string rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
 
@@ -48,10 +45,7 @@ jobs::ImportOptions import_options(Ctx& ctx) {
   auto o = file_job<jobs::ImportOptions>(ctx);
   o.source = opt.source;
   if (expires_opt && expires_opt->count() > 0) {
-    o.expires_at = parse_rfc3339(opt.expires_at);
-    if (!o.expires_at)
-      throw Error(Exit::usage, "--expires-at must be an RFC 3339 time with an offset, such as 2026-12-31T23:59:59+08:00, "
-                               "not '" + clip(opt.expires_at) + "'");
+    o.expires_at = time_flag(opt.expires_at, "--expires-at", "2026-12-31T23:59:59+08:00");
     if (*o.expires_at <= ctx.now())
       throw Error(Exit::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
                                    format_utc(ctx.now()) + "): nothing was imported");

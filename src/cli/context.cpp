@@ -56,6 +56,17 @@ void confirm_irreversible(bool given, const std::string& what, const std::string
   if (answer != "y" && answer != "Y" && answer != "yes") throw Error(Exit::findings, "not confirmed: nothing changed");
 }
 
+Millis time_flag(const std::string& v, const std::string& flag, const std::string& example) {
+  if (auto t = parse_rfc3339(v)) return *t;
+  std::string shown = v;
+  if (shown.size() > 64) {
+    size_t cut = 60;
+    while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    shown = shown.substr(0, cut) + "...";
+  }
+  throw Error(Exit::usage, flag + " must be an RFC 3339 time with an offset, such as " + example + ", not '" + shown + "'");
+}
+
 void check_text(const std::string& v, const std::string& what, size_t max, bool required) {
   if (required && v.empty()) throw Error(Exit::usage, what + " must not be empty");
   if (v.size() > max) throw Error(Exit::usage, what + " is longer than " + std::to_string(max) + " bytes");
