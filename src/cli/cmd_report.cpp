@@ -37,8 +37,8 @@ json to_json(const rep::Data& d) {
   for (auto& b : d.series) {
     json rej = json::object();
     for (auto& [k, n] : b.rejected) rej[k] = n;
-    series.push_back({{"at", format_utc(b.at)}, {"granted", b.granted}, {"held", b.held}, {"rejected", rej},
-                      {"cost_cents", b.cost_cents}});
+    series.push_back({{"at", format_utc(b.at)}, {"local", format_in_zone(b.at, d.bucket_zone)}, {"end", format_utc(b.end)},
+                      {"granted", b.granted}, {"held", b.held}, {"rejected", rej}, {"cost_cents", b.cost_cents}});
   }
   json stock = json::array();
   for (auto& p : d.stock) {
@@ -72,6 +72,7 @@ json to_json(const rep::Data& d) {
           {"from", format_utc(d.from)},
           {"to", format_utc(d.to)},
           {"bucket", rep::bucket_name(d.bucket)},
+          {"bucket_zone", d.bucket_zone},
           {"granted", d.granted},
           {"held", d.held},
           {"rejected", d.rejected},
@@ -160,7 +161,7 @@ void register_report(CLI::App& app, Ctx& ctx) {
       r->add_option("--html", opt.html, "Write the page to FILE (with ACTIVITY), or index.html and CODE.html to DIR"),
       r->add_option("--from", opt.from, "Start of the range, RFC 3339 (default: the activity's first request)"),
       r->add_option("--to", opt.to, "End of the range, exclusive, RFC 3339 (default: just after its last request)"),
-      r->add_option("--bucket", opt.bucket, "Bar width of the timeline: 1m, 1h or 1d (default: chosen from the range)")};
+      r->add_option("--bucket", opt.bucket, "Bar width of the timeline: 1m, 1h or 1d (a calendar day in the activity's zone; default: chosen from the range)")};
   r->callback([&ctx] {
     ctx.action = [&ctx] { return opt.activity.empty() ? index(ctx) : one_activity(ctx); };
   });

@@ -117,11 +117,28 @@ const char* period_name(Period p) {
   return "total";
 }
 
+namespace {
+// The local calendar day that contains t in the zone (limit periods and report day buckets).
+date::local_days local_day(Millis t, const std::string& zone) {
+  date::sys_time<milliseconds> tp{milliseconds{t}};
+  return date::floor<date::days>(date::make_zoned(zone, tp).get_local_time());
+}
+// The first instant of local day ld: a midnight the clocks skip maps to the change itself.
+Millis day_start(date::local_days ld, const std::string& zone) {
+  auto z = date::make_zoned(zone, date::local_time<milliseconds>{ld}, date::choose::earliest);
+  return z.get_sys_time().time_since_epoch().count();
+}
+}  // namespace
+
+Millis day_start_in_zone(Millis t, const std::string& zone) { return day_start(local_day(t, zone), zone); }
+
+Millis next_day_start_in_zone(Millis t, const std::string& zone) {
+  return day_start(local_day(t, zone) + date::days{1}, zone);
+}
+
 std::string period_key(Period p, Millis t, const std::string& zone) {
   if (p == Period::total) return "total";
-  date::sys_time<milliseconds> tp{milliseconds{t}};
-  auto local = date::make_zoned(zone, tp).get_local_time();
-  auto ld = date::floor<date::days>(local);
+  auto ld = local_day(t, zone);
   date::year_month_day ymd{ld};
   char buf[32];
   if (p == Period::day) {

@@ -68,24 +68,35 @@ void choose_range(store::Tx& tx, int64_t id, const Header& h, const Options& o, 
         break;
       }
   }
-  // automatic ranges start on a whole bucket (UTC); an explicit --from on a whole minute, the
-  // resolution at which rejections are counted
-  from = o.from ? floor_to(from, kMinute) : floor_to(from, bucket);
-  const int64_t n = (to - from + bucket - 1) / bucket;
-  if (n > kMaxBuckets)
-    throw Error(Exit::usage, "--bucket " + bucket_name(bucket) + " over this range gives " + std::to_string(n) +
-                                 " buckets (at most " + std::to_string(kMaxBuckets) +
-                                 "): choose a wider --bucket or a shorter --from/--to");
+  // automatic ranges start on a whole bucket: a minute or an hour (UTC), or midnight in the
+  // activity's zone; an explicit --from on a whole minute, the resolution at which rejections are counted
+  from = o.from ? floor_to(from, kMinute) : bucket == kDay ? day_start_in_zone(from, h.timezone) : floor_to(from, bucket);
+  const std::vector<Millis> edges = bucket_edges(from, to, bucket, h.timezone);
   d.from = from;
   d.to = to;
   d.bucket = bucket;
-  d.series.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) d.series[size_t(i)].at = from + i * bucket;
+  d.bucket_zone = bucket == kDay ? h.timezone : "UTC";
+  d.series.resize(edges.size() - 1);
+  for (size_t i = 0; i + 1 < edges.size(); ++i) {
+    d.series[i].at = edges[i];
+    d.series[i].end = edges[i + 1];
+  }
+}
+
+// The series is grouped in the database by `unit` from d.from: the bucket itself when buckets have
+// a fixed length, a minute for calendar days (whose lengths vary); each unit then falls in the
+// bucket that holds its start.
+Millis group_unit(const Data& d) { return d.bucket == kDay ? kMinute : d.bucket; }
+
+Bucket& bucket_at(Data& d, int64_t unit_index) {
+  const Millis t = d.from + unit_index * group_unit(d);
+  auto it = std::upper_bound(d.series.begin(), d.series.end(), t, [](Millis v, const Bucket& b) { return v < b.at; });
+  return *std::prev(it);  // t >= from = series[0].at
 }
 
 void read_series(store::Tx& tx, int64_t id, Data& d) {
   const std::string holding = reconcile::kHoldingStates;
-  const store::Params range{id, d.from, d.bucket, d.to};
+  const store::Params range{id, d.from, group_unit(d), d.to};
   for (auto& x : tx.query("SELECT (created_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, "
                           "CASE WHEN fuse_event_id IS NULL THEN 0 ELSE 1 END AS held, count(*), "
                           "sum(CASE WHEN state IN " + holding + " THEN cost_cents ELSE 0 END) "
@@ -93,7 +104,7 @@ void read_series(store::Tx& tx, int64_t id, Data& d) {
                           "GROUP BY 1, 2",
                           range)
                      .rows) {
-    auto& b = d.series.at(size_t(x.i64(0)));
+    auto& b = bucket_at(d, x.i64(0));
     (x.i64(1) ? b.held : b.granted) += x.i64(2);
     b.cost_cents += x.i64(3);
   }
@@ -107,7 +118,7 @@ void read_series(store::Tx& tx, int64_t id, Data& d) {
                           "GROUP BY 1, 2",
                           range)
                      .rows) {
-    d.series.at(size_t(x.i64(0))).rejected[x.str(1)] += x.i64(2);
+    bucket_at(d, x.i64(0)).rejected[x.str(1)] += x.i64(2);
     reasons[x.str(1)] += x.i64(2);
   }
   for (auto& b : d.series) {
@@ -222,6 +233,32 @@ std::vector<std::string> activity_codes(store::Store& st) {
   std::vector<std::string> out;
   for (auto& x : st.query("SELECT code FROM activity ORDER BY id").rows) out.push_back(x.str(0));
   return out;
+}
+
+std::vector<Millis> bucket_edges(Millis from, Millis to, Millis bucket, const std::string& zone) {
+  auto too_many = [&](int64_t n) {
+    return Error(Exit::usage, "--bucket " + bucket_name(bucket) + " over this range gives " + std::to_string(n) +
+                                  " buckets (at most " + std::to_string(kMaxBuckets) +
+                                  "): choose a wider --bucket or a shorter --from/--to");
+  };
+  std::vector<Millis> e{from};
+  if (bucket != kDay) {
+    const int64_t n = (to - from + bucket - 1) / bucket;
+    if (n > kMaxBuckets) throw too_many(n);
+    for (int64_t i = 1; i <= n; ++i) e.push_back(from + i * bucket);
+    return e;
+  }
+  // no day of any zone is longer than 26 hours: a range of more than kMaxBuckets such days is too
+  // many without computing each midnight
+  if ((to - from) / (26 * kHour) > kMaxBuckets) throw too_many((to - from + kDay - 1) / kDay);
+  while (e.back() < to) {
+    Millis n = next_day_start_in_zone(e.back(), zone);
+    // from in an hour a fall-back repeats just before midnight: the next day began earlier
+    while (n <= e.back()) n = next_day_start_in_zone(n, zone);
+    e.push_back(n);
+  }
+  if (int64_t(e.size()) - 1 > kMaxBuckets) throw too_many(int64_t(e.size()) - 1);
+  return e;
 }
 
 Millis parse_bucket(const std::string& s) {

@@ -22,6 +22,7 @@ struct Options {
   std::string activity;           // the activity's code
   std::optional<Millis> from, to; // the range [from, to); default: the activity's data within its window
   std::optional<Millis> bucket;   // bucket width; default: 1m, 1h or 1d, the finest giving <= kMaxAutoBuckets
+                                  // (1d: a calendar day in the activity's zone, see bucket_edges)
   Millis now = 0;
 };
 
@@ -35,9 +36,9 @@ struct Header {
   std::vector<std::string> approved_by;    // "role:operator" of the current, not voided approvals
 };
 
-// One bucket of the timeline [at, at + bucket): requests by their outcome at the time of the request.
+// One bucket of the timeline [at, end): requests by their outcome at the time of the request.
 struct Bucket {
-  Millis at = 0;
+  Millis at = 0, end = 0;
   int64_t granted = 0;                      // grants created (not held)
   int64_t held = 0;                         // requests held by a fuse (pending grants naming an event)
   std::map<std::string, int64_t> rejected;  // reason -> rejected claims (claim_reject)
@@ -66,6 +67,7 @@ struct ReconcileMark {
 struct Data {
   Header h;
   Millis from = 0, to = 0, bucket = 60000;
+  std::string bucket_zone = "UTC";  // 1d: the activity's zone, whose midnights start the buckets; else "UTC"
   std::vector<Bucket> series;
   std::optional<int64_t> authorised_cents, consumed_cents;  // no [budget]: none
   std::vector<PrizeStock> stock;
@@ -86,6 +88,12 @@ Data collect(store::Store& st, const Options& o);
 
 // The codes of every activity, oldest first (report's index page).
 std::vector<std::string> activity_codes(store::Store& st);
+
+// The edges of the buckets over [from, to): from, then every `bucket` after it for 1m and 1h (fixed
+// length), or for 1d every midnight in `zone` after from (calendar days, by the core's
+// next_day_start_in_zone: 23 or 25 hours on a DST change); the last edge is the first at or after
+// to. Error(usage) naming --bucket when that is more than kMaxBuckets buckets.
+std::vector<Millis> bucket_edges(Millis from, Millis to, Millis bucket, const std::string& zone);
 
 // "1m", "1h", "1d" -> milliseconds; Error(usage) naming --bucket otherwise.
 Millis parse_bucket(const std::string& s);

@@ -41,6 +41,14 @@ std::string short_time(Millis t) {
   return s.size() >= 16 ? s.substr(0, 10) + " " + s.substr(11, 5) : s;
 }
 
+// A bucket edge in the zone its buckets use: UTC ("2026-12-01 13:05"), or for calendar days the
+// activity's zone ("2026-12-01 00:00 +08:00").
+std::string bucket_time(const Data& d, Millis t) {
+  if (d.bucket_zone == "UTC") return short_time(t);
+  const std::string s = format_in_zone(t, d.bucket_zone);  // 2026-12-01T00:00:00+08:00
+  return s.size() >= 25 ? s.substr(0, 10) + " " + s.substr(11, 5) + " " + s.substr(19) : s;
+}
+
 std::string money(int64_t cents) {
   const bool neg = cents < 0;
   uint64_t c = neg ? uint64_t(0) - uint64_t(cents) : uint64_t(cents);
@@ -103,6 +111,11 @@ std::string header(const Data& d, const std::string& index_href) {
   for (auto& a : h.approved_by) ap += (ap.empty() ? "" : ", ") + a;
   item("approved_by", "Approved by", ap.empty() ? "(no current approval)" : ap);
   item("range", "Range (UTC)", format_utc(d.from) + " to " + format_utc(d.to) + ", buckets of " + bucket_name(d.bucket));
+  item("buckets", "Buckets",
+       d.bucket_zone == "UTC"
+           ? bucket_name(d.bucket) + " of fixed length, starting on UTC " + (d.bucket == 60000 ? "minutes" : "hours")
+           : "calendar days in " + d.bucket_zone + ", each from midnight to midnight in that zone (23 or 25 hours "
+             "on a day its clocks change)");
   o << "</dl>";
   o << "<table id=\"totals\"><caption>Totals over the range</caption>";
   o << kv_row("granted", "Granted", std::to_string(d.granted)) << kv_row("held", "Held by a fuse", std::to_string(d.held))
@@ -112,7 +125,7 @@ std::string header(const Data& d, const std::string& index_href) {
 }
 
 double x_of(const Data& d, Millis t) {
-  const double span = double(d.series.size()) * double(d.bucket);
+  const double span = d.series.empty() ? 1.0 : double(d.series.back().end - d.from);
   return kLeft + (kW - kLeft - kRight) * std::clamp(double(t - d.from) / std::max(1.0, span), 0.0, 1.0);
 }
 
@@ -141,7 +154,7 @@ std::string timeline(const Data& d) {
       const double h = plot_h * double(v) / double(top);
       y -= h;
       o << "<rect class=\"" << cls << "\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\""
-        << num(std::max(0.5, bw * 0.9)) << "\" height=\"" << num(h) << "\"><title>" << short_time(b.at) << ": " << v
+        << num(std::max(0.5, bw * 0.9)) << "\" height=\"" << num(h) << "\"><title>" << bucket_time(d, b.at) << ": " << v
         << ' ' << cls << "</title></rect>";
     }
   }
@@ -153,19 +166,20 @@ std::string timeline(const Data& d) {
       << short_time(f.at) << "</title></line>";
   }
   if (!d.series.empty()) {
-    o << "<text x=\"" << num(kLeft) << "\" y=\"" << num(kH - 10) << "\">" << short_time(d.series.front().at)
+    o << "<text x=\"" << num(kLeft) << "\" y=\"" << num(kH - 10) << "\">" << bucket_time(d, d.series.front().at)
       << "</text><text x=\"" << num(kW - kRight) << "\" y=\"" << num(kH - 10) << "\" text-anchor=\"end\">"
       << short_time(d.to) << "</text>";
   }
   o << "</svg>";
   // the figures: one row per bucket that holds anything, a column per reject reason
   std::ostringstream t;
-  t << "<table id=\"timeline-figures\"><tr><th class=\"l\">bucket (UTC)</th><th>granted</th><th>held</th>";
+  t << "<table id=\"timeline-figures\"><tr><th class=\"l\">bucket start (" << esc(d.bucket_zone)
+    << ")</th><th>granted</th><th>held</th>";
   for (auto& [r, _] : d.reject_reasons) t << "<th>rejected: " << esc(r) << "</th>";
   t << "</tr>";
   for (auto& b : d.series) {
     if (b.granted + b.held + b.rejected_total() == 0) continue;
-    t << "<tr data-at=\"" << b.at << "\"><td class=\"l\">" << short_time(b.at) << "</td><td data-k=\"granted\">"
+    t << "<tr data-at=\"" << b.at << "\"><td class=\"l\">" << bucket_time(d, b.at) << "</td><td data-k=\"granted\">"
       << b.granted << "</td><td data-k=\"held\">" << b.held << "</td>";
     for (auto& [r, _] : d.reject_reasons) {
       auto it = b.rejected.find(r);
@@ -195,7 +209,7 @@ std::string budget_burn(const Data& d) {
   for (auto c : cum) top = std::max(top, double(c));
   const double plot_h = kH - kTop - kBottom;
   auto y_of = [&](double v) { return kH - kBottom - plot_h * v / top; };
-  const Millis end = d.from + Millis(d.series.size()) * d.bucket;
+  const Millis end = d.series.empty() ? d.to : d.series.back().end;
   o << "<p class=\"key\"><span style=\"background:#1565c0\"></span>cost of grants holding budget, cumulative"
        "<span style=\"background:#c0392b\"></span>authorised<span style=\"background:#888\"></span>even pace "
        "over the window</p>";
@@ -209,7 +223,7 @@ std::string budget_burn(const Data& d) {
   o << "<polyline class=\"burn\" points=\"" << num(x_of(d, d.from)) << ',' << num(y_of(double(d.cost_before_cents)))
     << ' ';
   for (size_t i = 0; i < cum.size(); ++i)
-    o << num(x_of(d, d.series[i].at + d.bucket)) << ',' << num(y_of(double(cum[i]))) << ' ';
+    o << num(x_of(d, d.series[i].end)) << ',' << num(y_of(double(cum[i]))) << ' ';
   o << "\"/><text x=\"" << num(kLeft - 4) << "\" y=\"" << num(y_of(double(auth)) + 4) << "\" text-anchor=\"end\">"
     << money(auth) << "</text></svg>";
   std::ostringstream t;
@@ -217,12 +231,12 @@ std::string budget_burn(const Data& d) {
     << kv_row("consumed_cents", "Consumed (cents)", std::to_string(d.consumed_cents.value_or(0)))
     << kv_row("consumed_share", "Consumed share",
               num(100.0 * double(d.consumed_cents.value_or(0)) / double(std::max<int64_t>(1, auth))) + " %")
-    << "</table><table><tr><th class=\"l\">bucket end (UTC)</th><th>cumulative cost (cents)</th>"
-       "<th>even pace (cents)</th></tr>";
+    << "</table><table><tr><th class=\"l\">bucket end (" << esc(d.bucket_zone)
+    << ")</th><th>cumulative cost (cents)</th><th>even pace (cents)</th></tr>";
   for (size_t i = 0; i < cum.size(); ++i)
     if (d.series[i].cost_cents != 0 || i + 1 == cum.size())
-      t << "<tr><td class=\"l\">" << short_time(d.series[i].at + d.bucket) << "</td><td>" << cum[i] << "</td><td>"
-        << int64_t(pace(d.series[i].at + d.bucket)) << "</td></tr>";
+      t << "<tr><td class=\"l\">" << bucket_time(d, d.series[i].end) << "</td><td>" << cum[i] << "</td><td>"
+        << int64_t(pace(d.series[i].end)) << "</td></tr>";
   t << "</table>";
   o << figures(t.str()) << "</section>";
   return o.str();
@@ -311,7 +325,7 @@ std::string page(const std::string& title, const std::string& body, Millis gener
          "<title>" +
          esc(title) + "</title><style>" + kStyle + "</style></head><body>" + body +
          "<footer>Made by rewardctl report at " + format_utc(generated_at) +
-         ". Times are UTC; money is in cents unless shown with a decimal point.</footer></body></html>\n";
+         ". Times are UTC unless a zone is shown; money is in cents unless shown with a decimal point.</footer></body></html>\n";
 }
 
 // A small line of the requests per bucket, at most 60 points (buckets are merged to fit).

@@ -338,3 +338,44 @@ TEST_CASE("report: --bucket and --from/--to choose the timeline's buckets") {
   CHECK(w["granted"] == 0);
   CHECK(w["rejected"] == 1);
 }
+
+TEST_CASE("report: day buckets are calendar days in the activity's zone - a grant at 23:30 local is on that day") {
+  TestDb db;
+  db.migrate();
+  Spec s;  // Asia/Shanghai (UTC+8)
+  s.stock = 10;
+  seed(db, s);
+  const std::string zone = "Asia/Shanghai";
+  auto at = [](const std::string& t) { return std::map<std::string, std::string>{{"REWARDCTL_NOW", t}}; };
+  // 15:30 and 16:30 UTC: one UTC day, two days in Shanghai
+  db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1"}, 0, at("2026-03-01T23:30:00+08:00"));
+  db.ok({"claim", "act", "--user", "u2", "--biz-id", "b2"}, 0, at("2026-03-02T00:30:00+08:00"));
+  auto j = last_json(db.ok({"report", "act", "--bucket", "1d", "-o", "json"}));
+  CHECK(j["bucket"] == "1d");
+  CHECK(j["bucket_zone"] == zone);
+  CHECK(j["from"] == "2026-02-28T16:00:00.000Z");  // midnight of 1 March in Shanghai
+  REQUIRE(j["series"].size() == 2);
+  CHECK(j["series"][0]["local"] == "2026-03-01T00:00:00+08:00");
+  CHECK(j["series"][0]["end"] == "2026-03-01T16:00:00.000Z");
+  CHECK(j["series"][0]["granted"] == 1);
+  CHECK(j["series"][1]["local"] == "2026-03-02T00:00:00+08:00");
+  CHECK(j["series"][1]["granted"] == 1);
+  // the same split as the database's own, with the zone's offset: (created_at + 8 h) / 1 day
+  CHECK(db.count("SELECT count(DISTINCT (created_at + 28800000) / 86400000) FROM grants") == 2);
+  // automatic buckets: a month of data is too long for hours, so days in the zone
+  db.ok({"claim", "act", "--user", "u3", "--biz-id", "b3"}, 0, at("2026-03-31T23:59:00+08:00"));
+  auto a = last_json(db.ok({"report", "act", "-o", "json"}));
+  CHECK(a["bucket"] == "1d");
+  CHECK(a["from"] == "2026-02-28T16:00:00.000Z");
+  REQUIRE(a["series"].size() == 31);
+  CHECK(a["series"][30]["local"] == "2026-03-31T00:00:00+08:00");
+  CHECK(a["series"][30]["granted"] == 1);
+  // the page says which zone its buckets use, and labels them in it
+  const std::string page = db.dir() + "/days.html";
+  db.ok({"report", "act", "--bucket", "1d", "--html", page});
+  const std::string html = read_file(page);
+  CHECK(html.find("calendar days in Asia/Shanghai") != std::string::npos);
+  CHECK(html.find("bucket start (Asia/Shanghai)") != std::string::npos);
+  CHECK(html.find("2026-03-01 00:00 +08:00") != std::string::npos);
+}
+

@@ -4,6 +4,7 @@
 
 #include "jobs/drill_internal.hpp"
 #include "jobs/report_html.hpp"
+#include "core/clock.hpp"
 
 using namespace rc::jobs;
 
@@ -35,8 +36,10 @@ TEST_CASE("report: a page has no script, no URL, a CSP, and every prize and figu
   d.bucket = 60'000;
   d.series.resize(2);
   d.series[0].at = 0;
+  d.series[0].end = 60'000;
   d.series[0].granted = 5;
   d.series[1].at = 60'000;
+  d.series[1].end = 120'000;
   d.series[1].rejected["sold_out"] = 7;
   d.granted = 5;
   d.rejected = 7;
@@ -69,4 +72,56 @@ TEST_CASE("report: --bucket takes 1m, 1h, 1d") {
   CHECK(report::parse_bucket("1d") == 86'400'000);
   CHECK_THROWS_AS(report::parse_bucket("5m"), rc::Error);
   CHECK(report::bucket_name(3'600'000) == "1h");
+}
+
+namespace {
+rc::Millis at(const char* rfc3339) { return *rc::parse_rfc3339(rfc3339); }
+}  // namespace
+
+TEST_CASE("report: 1d buckets are calendar days in the activity's zone, 1h and 1m fixed lengths") {
+  SUBCASE("Asia/Shanghai: every day starts at 16:00 UTC") {
+    const auto e = report::bucket_edges(at("2026-03-01T00:00:00+08:00"), at("2026-03-03T12:00:00+08:00"), 86'400'000,
+                                        "Asia/Shanghai");
+    REQUIRE(e.size() == 4);
+    CHECK(e[0] == at("2026-02-28T16:00:00Z"));
+    CHECK(e[1] == at("2026-03-01T16:00:00Z"));
+    CHECK(e[2] == at("2026-03-02T16:00:00Z"));
+    CHECK(e[3] == at("2026-03-03T16:00:00Z"));  // the first edge at or after to
+    // 23:30 local on 1 March is in the bucket of 1 March, not of the UTC day it falls in
+    CHECK(rc::day_start_in_zone(at("2026-03-01T23:30:00+08:00"), "Asia/Shanghai") == e[0]);
+    CHECK(rc::day_start_in_zone(at("2026-03-02T00:30:00+08:00"), "Asia/Shanghai") == e[1]);
+  }
+  SUBCASE("Europe/Berlin: the day clocks go forward has 23 hours, the day they go back 25") {
+    const auto spring = report::bucket_edges(at("2026-03-28T00:00:00+01:00"), at("2026-03-31T00:00:00+02:00"),
+                                             86'400'000, "Europe/Berlin");
+    REQUIRE(spring.size() == 4);
+    CHECK(spring[0] == at("2026-03-27T23:00:00Z"));
+    CHECK(spring[1] == at("2026-03-28T23:00:00Z"));  // 29 March, 00:00 CET
+    CHECK(spring[2] == at("2026-03-29T22:00:00Z"));  // 30 March, 00:00 CEST
+    CHECK(spring[2] - spring[1] == 23 * 3'600'000);
+    CHECK(spring[1] - spring[0] == 24 * 3'600'000);
+    const auto autumn = report::bucket_edges(at("2026-10-25T00:00:00+02:00"), at("2026-10-26T12:00:00+01:00"),
+                                             86'400'000, "Europe/Berlin");
+    REQUIRE(autumn.size() == 3);
+    CHECK(autumn[0] == at("2026-10-24T22:00:00Z"));
+    CHECK(autumn[1] == at("2026-10-25T23:00:00Z"));
+    CHECK(autumn[1] - autumn[0] == 25 * 3'600'000);
+    CHECK(rc::next_day_start_in_zone(at("2026-10-25T12:00:00+01:00"), "Europe/Berlin") == autumn[1]);
+  }
+  SUBCASE("an explicit start that is not midnight: the first bucket runs to the next midnight") {
+    const auto e = report::bucket_edges(at("2026-03-01T10:00:00+08:00"), at("2026-03-02T10:00:00+08:00"), 86'400'000,
+                                        "Asia/Shanghai");
+    REQUIRE(e.size() == 3);
+    CHECK(e[1] == at("2026-03-02T00:00:00+08:00"));
+  }
+  SUBCASE("hours keep their length across the change") {
+    const auto e = report::bucket_edges(at("2026-03-29T00:00:00+01:00"), at("2026-03-29T05:00:00+02:00"), 3'600'000,
+                                        "Europe/Berlin");
+    REQUIRE(e.size() == 5);
+    for (size_t i = 1; i < e.size(); ++i) CHECK(e[i] - e[i - 1] == 3'600'000);
+  }
+  SUBCASE("too many buckets is a usage error naming --bucket") {
+    CHECK_THROWS_WITH_AS(report::bucket_edges(0, rc::Millis(30'000) * 86'400'000, 86'400'000, "Asia/Shanghai"),
+                         doctest::Contains("--bucket 1d"), rc::Error);
+  }
 }
