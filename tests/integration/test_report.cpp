@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -156,6 +157,77 @@ void busy_activity(const TestDb& db) {
   claim(db, "u5", "b5", 1);   // held
   db.ok({"claim", "act", "--user", "u6", "--biz-id", "b6", "--dry-run"}, 1);  // a dry run: not counted
   db.ok({"reconcile"});
+}
+
+// The requests-over-time figures of a page: bucket start (data-at, epoch ms) -> outcome ("granted",
+// "held", "rejected:REASON") -> count, the non-zero cells of every row of the timeline's table.
+using Series = std::map<int64_t, std::map<std::string, int64_t>>;
+Series page_series(const std::string& dom) {
+  auto t = dom.find("id=\"timeline-figures\"");
+  REQUIRE_MESSAGE(t != std::string::npos, "no timeline-figures table");
+  const std::string tab = dom.substr(t, dom.find("</table>", t) - t);
+  Series out;
+  static const std::regex row(R"(<tr data-at="(-?[0-9]+)">(.*?)</tr>)"), cell(R"(data-k="([^"]+)">(-?[0-9]+)<)");
+  for (std::sregex_iterator r(tab.begin(), tab.end(), row), end; r != end; ++r) {
+    const std::string cells = (*r)[2];
+    auto& b = out[std::stoll((*r)[1])];
+    for (std::sregex_iterator c(cells.begin(), cells.end(), cell); c != end; ++c)
+      if (std::stoll((*c)[2]) != 0) b[(*c)[1]] = std::stoll((*c)[2]);
+  }
+  return out;
+}
+
+// The same from the database's own GROUP BY: `start` is the SQL of a bucket's start for a time
+// column X (bound parameters $1, $2 as the caller gives them).
+Series db_series(const TestDb& db, const std::function<std::string(const std::string&)>& start,
+                 const rc::store::Params& p) {
+  auto st = db.open();
+  Series out;
+  for (auto& x : st->query("SELECT " + start("created_at") + ", CASE WHEN fuse_event_id IS NULL THEN 'granted' ELSE "
+                           "'held' END, count(*) FROM grants GROUP BY 1, 2", p)
+                     .rows)
+    out[x.i64(0)][x.str(1)] += x.i64(2);
+  for (auto& x : st->query("SELECT " + start("minute_at") + ", reason, sum(n) FROM claim_reject GROUP BY 1, 2", p).rows)
+    out[x.i64(0)]["rejected:" + x.str(1)] += x.i64(2);
+  return out;
+}
+
+std::string dump(const Series& s) {
+  std::string o;
+  for (auto& [at, cells] : s) {
+    o += std::to_string(at) + ":";
+    for (auto& [k, n] : cells) o += " " + k + "=" + std::to_string(n);
+    o += "\n";
+  }
+  return o;
+}
+
+// Requests spread over a day and a half (UTC times; the zone is Asia/Shanghai, UTC+8): granted,
+// rejected for two reasons, held by a fuse, in several hours and on two local days (23:59:59 and
+// 00:00:30 local are one UTC day).
+void spread_activity(const TestDb& db) {
+  Spec s;
+  s.limit = 2;
+  s.custom_prizes = true;
+  s.extra =
+      "[[prizes]]\ncode = \"p1\"\nitem = \"thing\"\namount = 1\nstock = 10\n"
+      "[[prizes]]\ncode = \"p2\"\nitem = \"thing\"\namount = 1\nstock = 1\n";
+  seed(db, s);
+  auto at = [](const std::string& t) { return std::map<std::string, std::string>{{"REWARDCTL_NOW", t}}; };
+  auto claim_at = [&](const std::string& t, const std::string& user, const std::string& biz, int expect,
+                      const std::string& prize = "p1") {
+    db.ok({"claim", "act", "--user", user, "--biz-id", biz, "--prize", prize}, expect, at(t));
+  };
+  claim_at("2026-03-01T09:05:00Z", "u1", "b1", 0);
+  claim_at("2026-03-01T09:50:00Z", "u1", "b2", 0);
+  claim_at("2026-03-01T09:55:00Z", "u1", "b3", 1);  // limit_reached
+  claim_at("2026-03-01T11:10:00Z", "u2", "b4", 0, "p2");
+  claim_at("2026-03-01T11:20:00Z", "u3", "b5", 1, "p2");  // sold_out
+  claim_at("2026-03-01T11:21:00Z", "u1", "b6", 1);        // limit_reached
+  claim_at("2026-03-01T15:59:59Z", "u3", "b7", 0);        // 23:59:59 local
+  claim_at("2026-03-01T16:00:30Z", "u4", "b8", 0);        // 00:00:30 local, the next day
+  db.ok({"fuse", "block", "act", "--reason", "spike"}, 0, at("2026-03-02T01:30:00Z"));
+  claim_at("2026-03-02T01:40:00Z", "u5", "b9", 1);  // held
 }
 
 }  // namespace
@@ -379,3 +451,38 @@ TEST_CASE("report: day buckets are calendar days in the activity's zone - a gran
   CHECK(html.find("2026-03-01 00:00 +08:00") != std::string::npos);
 }
 
+TEST_CASE("report: in the browser, every bucket of requests over time equals the database's GROUP BY, per outcome") {
+  TestDb db;
+  db.migrate();
+  spread_activity(db);
+  // hours: fixed buckets from the report's start
+  const std::string hours = db.dir() + "/hours.html";
+  auto jh = last_json(db.ok({"report", "act", "--bucket", "1h", "--html", hours, "-o", "json"}));
+  const int64_t from = *rc::parse_rfc3339(jh["from"].get<std::string>());
+  CHECK(jh["from"] == "2026-03-01T09:00:00.000Z");
+  Rendered rh = render(hours);
+  CHECK(rh.console.empty());
+  CHECK(rh.requests.empty());
+  const Series want_h = db_series(
+      db, [](const std::string& x) { return "(" + x + " - CAST($1 AS BIGINT)) / 3600000 * 3600000 + CAST($1 AS BIGINT)"; },
+      {from});
+  const Series got_h = page_series(rh.dom);
+  INFO("page:\n" << dump(got_h) << "database:\n" << dump(want_h));
+  CHECK(got_h.size() == 5);  // 09, 11, 15 and 16 UTC on the 1st; 01 on the 2nd (the held request)
+  CHECK(got_h == want_h);
+  // days: calendar days in Asia/Shanghai, the database's own offset arithmetic (UTC+8, no DST)
+  const std::string days = db.dir() + "/days.html";
+  db.ok({"report", "act", "--bucket", "1d", "--html", days});
+  Rendered rd = render(days);
+  CHECK(rd.console.empty());
+  CHECK(rd.requests.empty());
+  const Series want_d = db_series(
+      db, [](const std::string& x) { return "(" + x + " + CAST($1 AS BIGINT)) / 86400000 * 86400000 - CAST($1 AS BIGINT)"; },
+      {int64_t(8 * 3'600'000)});
+  const Series got_d = page_series(rd.dom);
+  INFO("page:\n" << dump(got_d) << "database:\n" << dump(want_d));
+  REQUIRE(got_d.size() == 2);
+  CHECK(got_d == want_d);
+  CHECK(got_d.begin()->first == *rc::parse_rfc3339("2026-03-01T00:00:00+08:00"));
+  CHECK(got_d.begin()->second.at("granted") == 4);  // 17:05, 17:50, 19:10 and 23:59:59 local on 1 March
+}
