@@ -23,7 +23,8 @@
 //   fuse         each rule stays quiet under its threshold and trips on a spike; a rule that can never
 //                trip with this stock (or a prize that costs nothing) fails
 //   expiry       after the window, expire ends the activity once (a second run changes nothing)
-//   peak         with peak_qps: the claims/s reached at `workers` must be >= 2 x peak_qps
+//   peak         with peak_qps: the claims/s reached at `workers` must be >= 2 x peak_qps (claims without
+//                delivery: a channel's time is not in the figure)
 //   reconcile    clean over the whole scratch database at the end
 #include <cstdint>
 #include <functional>

@@ -153,6 +153,9 @@ TEST_CASE("drill: a --peak-qps far above the machine fails the peak row (exit 1)
                  1);
   CHECK(d.checks["peak"]["result"] == "fail");
   CHECK(d.checks["peak"]["figures"]["claims_per_s"].get<double>() > 0);
+  // the figure is of claims without delivery, and says so
+  CHECK(d.checks["peak"]["figures"]["delivery"] == false);
+  CHECK(d.checks["peak"]["detail"].get<std::string>().find("without delivery") != std::string::npos);
   CHECK(d.checks["oversell"]["result"] == "pass");
   CHECK(d.summary["passed"] == false);
   CHECK(db.count("SELECT count(*) FROM drill_run WHERE passed = 0") == 1);
@@ -349,3 +352,4 @@ TEST_CASE("drill: SIGINT during the peak stops every worker process and records 
   CHECK(eventually([&] { return workers_marked(mark).empty(); }, 10));
   CHECK(db.count("SELECT count(*) FROM drill_run") == 0);
 }
+
