@@ -353,3 +353,20 @@ TEST_CASE("drill: SIGINT during the peak stops every worker process and records 
   CHECK(db.count("SELECT count(*) FROM drill_run") == 0);
 }
 
+TEST_CASE("drill: kill -9 of the drill takes its worker processes with it") {
+  TestDb db;
+  db.migrate();
+  TestDb sc;
+  const std::string mark = unique_mark();
+  std::vector<std::string> a{"drill", "-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml",
+                             "--workers", "3", "--peak-qps", "1", "--peak-seconds", "300"};
+  for (auto& x : scratch(sc)) a.push_back(x);
+  const pid_t pid = spawn(db, a, {{mark, "1"}});
+  CHECK(eventually([&] { return workers_marked(mark).size() == 3; }, 120));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  // PR_SET_PDEATHSIG: the kernel kills every worker when the drill dies
+  CHECK(eventually([&] { return workers_marked(mark).empty(); }, 10));
+  CHECK(db.count("SELECT count(*) FROM drill_run") == 0);
+}
