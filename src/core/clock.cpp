@@ -1,4 +1,5 @@
 #include "core/clock.hpp"
+#include "core/zone_day.hpp"
 
 #include <date/date.h>
 #include <date/tz.h>

@@ -50,10 +50,5 @@ std::optional<Period> parse_period(const std::string& s);
 const char* period_name(Period p);
 // The key of the period that contains t in the zone: "total", "2025-11-30", "2025-W48", "2025-11".
 std::string period_key(Period p, Millis t, const std::string& zone);
-// The first instant of the calendar day (in the zone) that contains t: its local midnight, or the
-// moment of the change when a DST change skips midnight. Days follow the zone: 23 or 25 hours long
-// on the days its clocks change. next_day_start_in_zone: the first instant of the day after.
-Millis day_start_in_zone(Millis t, const std::string& zone);
-Millis next_day_start_in_zone(Millis t, const std::string& zone);
 
 }  // namespace rc

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/activity/window.hpp"
+#include "core/zone_day.hpp"
 #include "jobs/reconcile.hpp"
 
 namespace rc::jobs::report {

@@ -4,7 +4,7 @@
 
 #include "jobs/drill_internal.hpp"
 #include "jobs/report_html.hpp"
-#include "core/clock.hpp"
+#include "core/zone_day.hpp"
 
 using namespace rc::jobs;
 
