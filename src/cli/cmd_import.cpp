@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "cli/time_flag.hpp"
 #include "cli/job_common.hpp"
 #include "core/identifier.hpp"
 #include "jobs/import_qualifications.hpp"

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/context.hpp"
+#include "cli/time_flag.hpp"
 #include "jobs/report.hpp"
 #include "jobs/report_html.hpp"
 #include "util/atomic_file.hpp"

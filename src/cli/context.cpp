@@ -1,4 +1,5 @@
 #include "cli/context.hpp"
+#include "cli/time_flag.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>

@@ -49,10 +49,6 @@ std::string version_line();
 // The text of a file named on the command line; "-" reads standard input. Error(no_input) when it
 // is missing or unreadable.
 std::string read_input_file(const std::string& path);
-// A time given on the command line (--from, --to, --expires-at): RFC 3339 with an offset -> epoch ms.
-// Error(usage) naming `flag`, showing `example` and the value given (its first 60 bytes, cut on a
-// character boundary) otherwise.
-Millis time_flag(const std::string& v, const std::string& flag, const std::string& example);
 // Consent for an irreversible action (offline, reverse, revoke): given when `given` (--yes or
 // --dry-run), or when the operator types "y" to `question` on a terminal. Without a terminal to ask
 // on (cron, a pipe, CI) it throws Error(usage) saying --yes is needed; a "no" throws Error(findings).
