@@ -167,7 +167,8 @@ Series page_series(const std::string& dom) {
   REQUIRE_MESSAGE(t != std::string::npos, "no timeline-figures table");
   const std::string tab = dom.substr(t, dom.find("</table>", t) - t);
   Series out;
-  static const std::regex row(R"(<tr data-at="(-?[0-9]+)">(.*?)</tr>)"), cell(R"(data-k="([^"]+)">(-?[0-9]+)<)");
+  static const std::regex row(R"re(<tr data-at="(-?[0-9]+)">(.*?)</tr>)re"),
+      cell(R"re(data-k="([^"]+)">(-?[0-9]+)<)re");
   for (std::sregex_iterator r(tab.begin(), tab.end(), row), end; r != end; ++r) {
     const std::string cells = (*r)[2];
     auto& b = out[std::stoll((*r)[1])];
