@@ -88,6 +88,15 @@ std::string unique_mark() {
   return "RC_DRILL_TEST_MARK_" + std::to_string(rd()) + std::to_string(::getpid());
 }
 
+// A drill of the direct template in the background whose peak runs `workers` workers for 300 s,
+// its processes marked with `mark` (workers_marked); scratch database `sc`. Returns its pid.
+pid_t spawn_long_peak(const TestDb& db, const TestDb& sc, const std::string& mark, int workers) {
+  std::vector<std::string> a{"drill", "-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml",
+                             "--workers", std::to_string(workers), "--peak-qps", "1", "--peak-seconds", "300"};
+  for (auto& x : scratch(sc)) a.push_back(x);
+  return spawn(db, a, {{mark, "1"}});
+}
+
 }  // namespace
 
 TEST_CASE("drill: every template and example passes, and the run is recorded with its hash") {
@@ -325,10 +334,7 @@ TEST_CASE("drill: SIGINT during the peak stops every worker process and records 
   db.migrate();
   TestDb sc;
   const std::string mark = unique_mark();
-  std::vector<std::string> a{"drill", "-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml",
-                             "--workers", "4", "--peak-qps", "1", "--peak-seconds", "300"};
-  for (auto& x : scratch(sc)) a.push_back(x);
-  const pid_t pid = spawn(db, a, {{mark, "1"}});
+  const pid_t pid = spawn_long_peak(db, sc, mark, 4);
   // the peak's 4 workers are claiming: the checks before it are done (their lines are logged)
   auto log = [&] {
     std::ifstream f(db.dir() + "/spawn.err");
@@ -358,10 +364,7 @@ TEST_CASE("drill: kill -9 of the drill takes its worker processes with it") {
   db.migrate();
   TestDb sc;
   const std::string mark = unique_mark();
-  std::vector<std::string> a{"drill", "-f", std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml",
-                             "--workers", "3", "--peak-qps", "1", "--peak-seconds", "300"};
-  for (auto& x : scratch(sc)) a.push_back(x);
-  const pid_t pid = spawn(db, a, {{mark, "1"}});
+  const pid_t pid = spawn_long_peak(db, sc, mark, 3);
   CHECK(eventually([&] { return workers_marked(mark).size() == 3; }, 120));
   ::kill(pid, SIGKILL);
   int status = 0;
