@@ -273,21 +273,27 @@ int worker_main() {
   spdlog::set_level(spdlog::level::warn);
   auto say = [](const json& j) { std::cout << j.dump() << std::endl; };
   try {
+    const std::string not_a_task = "__drill-worker is internal to rewardctl drill: standard input is not a drill task";
     std::string line;
-    if (!std::getline(std::cin, line)) throw Error(Exit::usage, "__drill-worker is internal to rewardctl drill");
-    const json j = json::parse(line);
+    if (!std::getline(std::cin, line)) throw Error(Exit::usage, not_a_task);
     WorkerTask t;
-    t.check = j.at("check");
-    t.dsn = store::Dsn{j.at("dialect") == "postgres" ? store::Dialect::postgres : store::Dialect::sqlite, j.at("target")};
-    t.code = j.at("code");
-    t.now = j.at("now");
-    t.operator_name = j.at("operator");
-    t.worker = j.at("worker");
-    t.claims = j.at("claims");
-    t.seconds = j.at("seconds");
-    t.user = j.at("user");
-    t.biz = j.at("biz");
-    t.prizes = j.at("prizes").get<std::vector<std::string>>();
+    try {
+      const json j = json::parse(line);
+      t.check = j.at("check").get<std::string>();
+      t.dsn = store::Dsn{j.at("dialect") == "postgres" ? store::Dialect::postgres : store::Dialect::sqlite,
+                         j.at("target").get<std::string>()};
+      t.code = j.at("code").get<std::string>();
+      t.now = j.at("now").get<Millis>();
+      t.operator_name = j.at("operator").get<std::string>();
+      t.worker = j.at("worker").get<int>();
+      t.claims = j.at("claims").get<int64_t>();
+      t.seconds = j.at("seconds").get<double>();
+      t.user = j.at("user").get<std::string>();
+      t.biz = j.at("biz").get<std::string>();
+      t.prizes = j.at("prizes").get<std::vector<std::string>>();
+    } catch (const json::exception&) {
+      throw Error(Exit::usage, not_a_task);
+    }
     store::StoreOptions so;
     so.busy_timeout_ms = 30000;
     so.retries = 20;

@@ -304,8 +304,13 @@ TEST_CASE("drill: the concurrent checks run as distinct worker processes, one co
   for (auto& [k, v] : d.checks["oversell"]["figures"]["outcomes"].items()) sum += v.get<int64_t>();
   CHECK(sum == d.checks["oversell"]["figures"]["claims"].get<int64_t>());
   CHECK(d.run.out.find("__drill-worker") == std::string::npos);
-  // the worker entry is internal: not a command in --help
+  // the worker entry is internal: not a command in --help, and it refuses what is not a drill's task
   CHECK(db.rc({"--help"}).out.find("drill-worker") == std::string::npos);
+  for (std::string input : {"", "garbage\n", "{\"check\": 1}\n"}) {
+    auto w = run_program({REWARDCTL_BIN, "__drill-worker"}, {}, input);
+    CHECK(w.rc == 64);
+    CHECK(w.out.find("not a drill task") != std::string::npos);
+  }
 }
 
 TEST_CASE("drill: a worker process that dies fails its check with a message, and the drill goes on") {
