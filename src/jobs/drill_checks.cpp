@@ -413,16 +413,14 @@ Check check_lottery(Drill& x) {
     }
   }
   // 4. what a draw costs
-  if (wsum > 0) {
-    double cost = 0;
-    for (auto& p : def.prizes) cost += double(p.weight) * double(def.max_cost_cents(p)) / double(wsum);
-    fig["expected_cost_per_draw_cents"] = std::round(cost * 100) / 100;
-    if (def.budget_cents && cost > 0) fig["draws_budget_covers"] = int64_t(double(*def.budget_cents) / cost);
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "; expected cost per draw %.2f cents", cost);
-    detail += buf;
-    if (fig.contains("draws_budget_covers"))
-      detail += ", the budget covers " + std::to_string(fig["draws_budget_covers"].get<int64_t>()) + " draws";
+  // (the same integer figures as lint's expected_cost: money stays int64 cents)
+  if (auto c = activity::expected_draw_cost(def)) {
+    fig["expected_cost_per_draw_cents"] = c->per_draw_cents;
+    detail += "; expected cost per draw " + std::to_string(c->per_draw_cents) + " cents";
+    if (c->draws_covered) {
+      fig["draws_budget_covers"] = *c->draws_covered;
+      detail += ", the budget covers " + std::to_string(*c->draws_covered) + " draws";
+    }
   }
   return result(pass, detail, fig);
 }

@@ -67,6 +67,21 @@ const PrizeDef* Definition::prize(const std::string& code) const {
   return nullptr;
 }
 
+std::optional<DrawCost> expected_draw_cost(const Definition& d) {
+  __int128 weights = 0, num = 0;
+  for (auto& p : d.prizes)
+    if (p.weight > 0) {
+      weights += p.weight;
+      num += __int128(p.weight) * d.max_cost_cents(p);
+    }
+  if (weights <= 0) return std::nullopt;
+  DrawCost c;
+  c.per_draw_cents = static_cast<int64_t>((2 * num + weights) / (2 * weights));
+  if (d.budget_cents && num > 0)
+    c.draws_covered = static_cast<int64_t>(std::min<__int128>(__int128(*d.budget_cents) * weights / num, INT64_MAX));
+  return c;
+}
+
 int64_t Definition::max_cost_cents(const PrizeDef& p) const {
   const ItemDef* i = item(p.item);
   if (!i) return 0;

@@ -106,6 +106,16 @@ struct Definition {
   int64_t max_cost_cents(const PrizeDef& p) const;
 };
 
+// What a lottery draw costs on average (seed 002 §2.3), in integer arithmetic: sum(weight x cost) /
+// sum(weight), rounded to the nearest cent, and how many draws the budget covers (none without a
+// budget or when draws cost nothing). Empty when no prize has a weight. Used by lint and by drill.
+struct DrawCost {
+  int64_t per_draw_cents = 0;
+  std::optional<int64_t> draws_covered;
+};
+
+std::optional<DrawCost> expected_draw_cost(const Definition& d);
+
 enum class Severity { error, warning, info };
 const char* severity_name(Severity s);
 

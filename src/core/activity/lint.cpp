@@ -261,17 +261,14 @@ class Linter {
   // must be known before the activity goes live, not discovered from the bill.
   void expected_cost(__int128 weights) {
     if (weights <= 0) return;
-    __int128 num = 0;
-    for (auto& p : d_.prizes)
-      if (p.weight > 0) num += __int128(p.weight) * d_.max_cost_cents(p);
-    long long per_draw = static_cast<long long>((2 * num + weights) / (2 * weights));
-    std::string msg = "expected cost per draw " + money(per_draw) + " = sum(weight x cost) / sum(weight)";
+    const auto c = expected_draw_cost(d_);
+    if (!c) return;
+    std::string msg = "expected cost per draw " + money(c->per_draw_cents) + " = sum(weight x cost) / sum(weight)";
     if (!d_.budget_cents) msg += "; no budget_cents is set, so only stock limits the spend";
-    else if (num == 0) msg += "; the draws cost nothing";
+    else if (!c->draws_covered) msg += "; the draws cost nothing";
     else {
-      __int128 draws = __int128(*d_.budget_cents) * weights / num;
-      msg += "; the budget of " + money(*d_.budget_cents) + " covers about " +
-             std::to_string(static_cast<long long>(std::min<__int128>(draws, INT64_MAX))) + " draws";
+      msg += "; the budget of " + money(*d_.budget_cents) + " covers about " + std::to_string(*c->draws_covered) +
+             " draws";
     }
     add("expected_cost", Severity::info, "lottery", msg);
   }
