@@ -210,7 +210,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     return print_transition(c, control(*st, opt.code, Op::offline, opt.reason, actor(c), c.now()));
   });
 
-  auto* show = g->add_subcommand("show", "Summary, state, window, stock left per prize, budget, reviews");
+  auto* show = g->add_subcommand("show", "Summary, state, window, stock left per prize, budget and its ladder step, reviews");
   show->add_option("CODE", opt.code, "Activity code")->required();
   on(show, ctx, [](Ctx& c) {
     auto st = c.open_store();
@@ -220,7 +220,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
       c.out.text("");
       c.out.rows({{"prize", "PRIZE"}, {"item", "ITEM"}, {"amount", "AMOUNT"}, {"stock", "STOCK"},
                   {"stock_left", "LEFT"}, {"buckets", "BUCKETS"}, {"weight", "WEIGHT"}, {"channel", "CHANNEL"},
-                  {"retired", "RETIRED"}},
+                  {"retired", "RETIRED"}, {"high_value", "HIGH_VALUE"}},
                  std::vector<json>(j["prizes"].begin(), j["prizes"].end()));
       if (!j["reviews"].empty()) {
         c.out.text("");

@@ -1,5 +1,7 @@
 #include "cli/formats.hpp"
 
+#include <cmath>
+
 namespace rc::cli {
 
 using nlohmann::json;
@@ -49,6 +51,18 @@ json activity_summary_json(const activity::ActivitySummary& s) {
     out["budget_cents"] = s.budget->authorised_cents;
     out["budget_used_cents"] = s.budget->consumed_cents;
     out["budget_left_cents"] = s.budget->authorised_cents - s.budget->consumed_cents;
+    const auto& b = *s.budget;
+    if (b.warn_ppm || b.degrade_ppm || b.stop_ppm || b.ladder_step != "normal") {
+      // the budget ladder: the step last logged, the ratio now, and the configured thresholds
+      auto ratio = [](std::optional<int64_t> ppm) { return ppm ? json(double(*ppm) / 1e6) : json(nullptr); };
+      out["budget_step"] = b.ladder_step;
+      out["budget_ratio"] = b.authorised_cents > 0
+                                ? json(std::floor(double(b.consumed_cents) / double(b.authorised_cents) * 10000) / 10000)
+                                : json(nullptr);
+      out["budget_warn_at"] = ratio(b.warn_ppm);
+      out["budget_degrade_at"] = ratio(b.degrade_ppm);
+      out["budget_stop_at"] = ratio(b.stop_ppm);
+    }
   }
   json prizes = json::array();
   for (auto& p : s.prizes)
@@ -64,6 +78,7 @@ json activity_summary_json(const activity::ActivitySummary& s) {
                       {"consolation", p.consolation},
                       {"blocked", p.blocked},
                       {"retired", p.retired},
+                      {"high_value", p.high_value},
                       {"channel", p.channel}});
   out["prizes"] = prizes;
   json reviews = json::array();

@@ -226,6 +226,7 @@ class Worker {
       } else {
         rec.push_back({items[i].id, "issued", o.grant->record_code, std::nullopt});
         ++issued;
+        if (o.ladder) pending_ladder_.push_back(*o.ladder);
         if (o.grant->state == "init") deliver.push_back(o.grant->id);
       }
     }
@@ -246,6 +247,7 @@ class Worker {
       n = 0;
       pending_issued_ = pending_held_ = 0;
       pending_reasons_.clear();
+      pending_ladder_.clear();
       // A cancel (or another worker's done) ends the run after the chunk that is under way.
       auto s = tx.query("SELECT state FROM list_batch WHERE id = $1", {sh_.b.id});
       state = s.empty() ? "" : s[0].str(0);
@@ -264,6 +266,7 @@ class Worker {
     }
     if (n == 0) return false;
     count();  // once the chunk is committed: a retried transaction counts once
+    for (auto& m : pending_ladder_) engine_.announce_ladder(m);  // budget ladder steps: log line, alert
     deliver_after_commit(deliver);
     advance(int64_t(n));
     return true;
@@ -317,6 +320,7 @@ class Worker {
   engine::Engine engine_;
   int64_t pending_issued_ = 0, pending_held_ = 0;
   std::map<std::string, int64_t> pending_reasons_;
+  std::vector<engine::LadderMove> pending_ladder_;
 };
 
 std::string batch_state(store::Store& st, int64_t batch_id) {

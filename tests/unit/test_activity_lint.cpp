@@ -766,12 +766,13 @@ TEST_CASE("lint: every template lints clean and the templates together show ever
   for (auto key : {"code", "name", "kind", "timezone", "start", "end", "whitelist_required", "budget_cents", "count",
                    "period", "users", "unit_cost_cents", "channel", "max_amount", "item", "amount", "amount_min",
                    "amount_max", "stock", "stock_buckets", "weight", "validity_days", "consolation", "nth", "prize",
-                   "window_seconds", "max_count", "max_amount_cents", "pop_percent", "dod_percent", "min_count"}) {
+                   "window_seconds", "max_count", "max_amount_cents", "pop_percent", "dod_percent", "min_count",
+                   "warn_at", "degrade_at", "stop_at", "high_value"}) {
     CAPTURE(key);
     CHECK(all.find("\n" + std::string(key) + " = ") != std::string::npos);
   }
   for (auto header : {"[limit]", "[gray]", "[blacklist]", "[items.", "[[prizes]]", "[prizes.limit]", "[lottery]",
-                      "[[lottery.guarantees]]", "[[fuse]]"}) {
+                      "[[lottery.guarantees]]", "[[fuse]]", "[budget]"}) {
     CAPTURE(header);
     CHECK(all.find("\n" + std::string(header)) != std::string::npos);
   }

@@ -13,12 +13,16 @@ ActivitySummary show(store::Store& st, const std::string& code) {
     out = ActivitySummary{};
     out.activity = get(tx, code);
     const int64_t id = out.activity.id;
-    auto b = tx.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1", {id});
-    if (!b.empty()) out.budget = BudgetSummary{b[0].i64(0), b[0].i64(1)};
+    auto b = tx.query("SELECT authorised_cents, consumed_cents, warn_ppm, degrade_ppm, stop_ppm, ladder_step FROM budget "
+                      "WHERE activity_id = $1",
+                      {id});
+    if (!b.empty())
+      out.budget = BudgetSummary{b[0].i64(0),     b[0].i64(1),     b[0].opt_i64(2),
+                                 b[0].opt_i64(3), b[0].opt_i64(4), b[0].str_or(5, "normal")};
     auto p = tx.query(
         "SELECT p.code, i.code, i.kind, p.amount, p.amount_max, p.stock_total, "
         "(SELECT COALESCE(SUM(s.remain), 0) FROM stock s WHERE s.prize_id = p.id), p.buckets, p.weight, "
-        "p.consolation, p.blocked, i.channel, p.retired FROM prize p JOIN item i ON i.id = p.item_id "
+        "p.consolation, p.blocked, i.channel, p.retired, p.high_value FROM prize p JOIN item i ON i.id = p.item_id "
         "WHERE p.activity_id = $1 ORDER BY p.id",
         {id});
     for (auto& r : p.rows) {
@@ -36,6 +40,7 @@ ActivitySummary show(store::Store& st, const std::string& code) {
       x.blocked = r.i64(10) != 0;
       x.channel = r.str(11);
       x.retired = r.i64(12) != 0;
+      x.high_value = r.i64(13) != 0;
       out.prizes.push_back(std::move(x));
     }
     auto rv = tx.query(

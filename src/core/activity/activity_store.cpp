@@ -8,6 +8,7 @@
 #include "core/activity/children.hpp"
 #include "core/activity/versions.hpp"
 #include "core/audit.hpp"
+#include "core/engine/budget_ladder.hpp"
 #include "util/hash.hpp"
 
 namespace rc::activity {
@@ -76,7 +77,8 @@ store::Params prize_params(const Definition& d, const PrizeDef& p, int64_t item_
   const bool consolation = d.consolation && *d.consolation == p.code;
   return {item_id, p.amount, store::opt(p.amount_max), p.limit ? store::Value(p.limit->count) : kNull,
           p.limit ? store::Value(std::string(period_name(p.limit->period))) : kNull, p.weight,
-          int64_t(consolation ? 1 : 0), store::opt(p.validity_days), int64_t(&p - d.prizes.data())};
+          int64_t(consolation ? 1 : 0), store::opt(p.validity_days), int64_t(&p - d.prizes.data()),
+          int64_t(p.high_value ? 1 : 0)};
 }
 
 int64_t insert_prize(Session& s, int64_t activity_id, const Definition& d, const PrizeDef& p, int64_t item_id) {
@@ -84,8 +86,8 @@ int64_t insert_prize(Session& s, int64_t activity_id, const Definition& d, const
   auto rest = prize_params(d, p, item_id);
   params.insert(params.end(), rest.begin(), rest.end());
   const int64_t pid = s.query("INSERT INTO prize (activity_id, code, stock_total, buckets, item_id, amount, amount_max, "
-                              "user_limit, user_limit_period, weight, consolation, validity_days, position) "
-                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                              "user_limit, user_limit_period, weight, consolation, validity_days, position, high_value) "
+                              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
                               params)[0]
                           .i64(0);
   // Stock is spread evenly over the buckets; the first (stock % buckets) get one more.
@@ -126,9 +128,16 @@ void write_children(Session& s, int64_t activity_id, const Definition& d) {
   std::map<std::string, int64_t> item_ids, prize_ids;
   for (const auto& it : d.items) item_ids[it.code] = insert_item(s, activity_id, it);
   for (const auto& p : d.prizes) prize_ids[p.code] = insert_prize(s, activity_id, d, p, item_ids.at(p.item));
-  if (d.budget_cents)
-    s.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents) VALUES ($1, $2, 0)",
-           {activity_id, *d.budget_cents});
+  if (d.budget_cents) {
+    // the ladder's ratios, and the thresholds in cents they give for this budget (budget_ladder.hpp)
+    const engine::LadderRatios r{d.ladder.warn_ppm, d.ladder.degrade_ppm, d.ladder.stop_ppm};
+    const engine::LadderCents c = engine::thresholds(*d.budget_cents, r);
+    s.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents, warn_ppm, degrade_ppm, stop_ppm, "
+           "warn_cents, degrade_cents, stop_cents, ladder_step) VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9)",
+           {activity_id, *d.budget_cents, store::opt(r.warn), store::opt(r.degrade), store::opt(r.stop),
+            store::opt(c.warn), store::opt(c.degrade), store::opt(c.stop),
+            std::string(engine::ladder_step_name(engine::step_for(0, c)))});
+  }
   add_listed_users(s, activity_id, d);
   for (const auto& f : d.fuses) insert_fuse_rule(s, activity_id, f, f.prize ? prize_ids.at(*f.prize) : 0);
 }

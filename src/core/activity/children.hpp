@@ -14,7 +14,7 @@ namespace rc::activity {
 int64_t insert_item(store::Session& s, int64_t activity_id, const ItemDef& it);
 // The prize's configuration as bound parameters, in this order: item_id, amount, amount_max,
 // user_limit, user_limit_period, weight, consolation, validity_days, position (its index in
-// d.prizes; REQUIRES: p is an element of d.prizes). Stock is not configuration.
+// d.prizes; REQUIRES: p is an element of d.prizes), high_value. Stock is not configuration.
 store::Params prize_params(const Definition& d, const PrizeDef& p, int64_t item_id);
 // Inserts the prize and its stock, spread evenly over its buckets; returns the prize's id.
 int64_t insert_prize(store::Session& s, int64_t activity_id, const Definition& d, const PrizeDef& p, int64_t item_id);

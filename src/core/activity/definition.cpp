@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -92,13 +93,15 @@ int64_t Definition::max_cost_cents(const PrizeDef& p) const {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"code",   "name",  "kind",      "timezone", "start",  "end",
-                                           "whitelist_required", "budget_cents", "limit", "gray",
+                                           "whitelist_required", "budget_cents", "budget", "limit", "gray",
                                            "blacklist", "items", "prizes", "lottery", "fuse"};
 const std::vector<std::string> kLimitKeys = {"count", "period"};
 const std::vector<std::string> kUsersKeys = {"users"};
 const std::vector<std::string> kItemKeys = {"kind", "unit_cost_cents", "channel", "max_amount"};
 const std::vector<std::string> kPrizeKeys = {"code",   "item",          "amount", "amount_min",    "amount_max",
-                                             "stock",  "stock_buckets", "weight", "validity_days", "limit"};
+                                             "stock",  "stock_buckets", "weight", "validity_days", "limit",
+                                             "high_value"};
+const std::vector<std::string> kBudgetKeys = {"warn_at", "degrade_at", "stop_at"};
 const std::vector<std::string> kLotteryKeys = {"consolation", "guarantees"};
 const std::vector<std::string> kGuaranteeKeys = {"nth", "prize"};
 const std::vector<std::string> kFuseKeys = {"name",        "prize",       "window_seconds", "max_count",
@@ -114,6 +117,7 @@ std::string home_of(const std::string& key) {
   if (in(kItemKeys)) return "[items.CODE]";
   if (in(kFuseKeys)) return "[[fuse]]";
   if (in(kLotteryKeys)) return "[lottery]";
+  if (in(kBudgetKeys)) return "[budget]";
   if (in(kGuaranteeKeys)) return "[[lottery.guarantees]]";
   if (in(kLimitKeys)) return "[limit] or [prizes.limit]";
   if (in(kUsersKeys)) return "[gray] or [blacklist]";
@@ -290,6 +294,34 @@ class Parser {
       return std::nullopt;
     }
     return v;
+  }
+
+  // A ratio of the budget ([budget] warn_at ...): a number above 0 and at most 1, kept in millionths.
+  // An integer is accepted (stop_at = 1); nan, inf and anything out of range are refused here.
+  std::optional<int64_t> ratio(const toml::table& t, const char* key, const std::string& path) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    double v = 0;
+    if (n->is_floating_point()) v = n->value_or(0.0);
+    else if (n->is_integer()) v = double(n->value_or(int64_t{0}));
+    else {
+      add("wrong_type", path, "'" + path + "' must be a number such as 0.8 (a ratio of the budget), not " + type_desc(*n),
+          n->source());
+      return std::nullopt;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    if (!(v > 0 && v <= 1)) {  // also refuses nan
+      add("bad_value", path, "'" + path + "' is " + buf + ": a ratio of consumed over authorised budget, above 0 and "
+                             "at most 1 (0.8 is 80% consumed)", n->source());
+      return std::nullopt;
+    }
+    const int64_t ppm = std::llround(v * double(kPpm));
+    if (ppm < 1) {
+      add("bad_value", path, "'" + path + "' is " + buf + ": the smallest ratio is 0.000001", n->source());
+      return std::nullopt;
+    }
+    return ppm;
   }
 
   // A code field: [a-z0-9_-]{1,64}.
@@ -526,6 +558,7 @@ void parse_prize(Parser& p, const toml::table& t, const std::string& path, Defin
   z.weight = p.integer(t, "weight", join(path, "weight"), false, Num::weight).value_or(0);
   z.validity_days = p.integer(t, "validity_days", join(path, "validity_days"), false, Num::positive);
   z.limit = p.limit(t, join(path, "limit"));
+  z.high_value = p.boolean(t, "high_value", join(path, "high_value")).value_or(false);
   d.prizes.push_back(std::move(z));
 }
 
@@ -626,6 +659,12 @@ Parsed parse_definition(const std::string& text, const std::string& source) {
           root.get("end")->source());
   d.whitelist_required = p.boolean(root, "whitelist_required", "whitelist_required").value_or(false);
   d.budget_cents = p.integer(root, "budget_cents", "budget_cents", false, Num::amount);
+  if (const toml::table* b = p.table(root, "budget", "budget", "[budget] with warn_at, degrade_at, stop_at")) {
+    p.keys(*b, "budget", kBudgetKeys, "[budget]");
+    d.ladder.warn_ppm = p.ratio(*b, "warn_at", "budget.warn_at");
+    d.ladder.degrade_ppm = p.ratio(*b, "degrade_at", "budget.degrade_at");
+    d.ladder.stop_ppm = p.ratio(*b, "stop_at", "budget.stop_at");
+  }
   d.limit = p.limit(root, "limit");
   d.gray_users = p.users(root, "gray");
   d.blacklist = p.users(root, "blacklist");

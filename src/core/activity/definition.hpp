@@ -13,6 +13,8 @@
 //                                            #   second is inclusive (core/activity/window.hpp)
 //   whitelist_required = false               # optional, default false: only qualified users may claim
 //   budget_cents = 500000                    # optional (required for cash items / redpack)
+//   [budget]           warn_at = 0.8, degrade_at = 0.9, stop_at = 1.0   # optional budget ladder: ratios
+//                      of consumed / authorised, each above 0 and at most 1, warn <= degrade <= stop
 //   [limit]            count = 1, period = "total"|"day"|"week"|"month"   # optional per-user limit
 //   [gray]             users = ["u1", ...]   # gray whitelist (who may claim while state is gray)
 //   [blacklist]        users = ["u9", ...]
@@ -20,6 +22,7 @@
 //                      channel = "ledger", max_amount = 100 (optional cap on a prize's amount)
 //   [[prizes]]         code, item, amount (fixed) | amount_min + amount_max (redpack random range),
 //                      stock, stock_buckets = 1, weight (lottery), validity_days (optional),
+//                      high_value = false (switched off from the ladder's degrade step on),
 //                      [prizes.limit] count, period   (optional per-user, per-prize limit)
 //   [lottery]          consolation = "PRIZE_CODE", [[lottery.guarantees]] nth = 10, prize = "CODE"
 //   [[fuse]]           name, prize (optional: whole activity when absent), window_seconds,
@@ -68,6 +71,7 @@ struct PrizeDef {
   std::optional<LimitSpec> limit;
   int64_t weight = 0;
   std::optional<int64_t> validity_days;
+  bool high_value = false;  // the budget ladder's degrade step switches it off
   std::string path;  // "prizes[0]"
 };
 
@@ -85,6 +89,14 @@ struct FuseDef {
   std::string path;
 };
 
+// The budget ladder (seed 002 §9.1: normal -> warn -> degrade -> stop), as ratios of consumed over
+// authorised in millionths (0.8 is 800000); each step is optional. See engine/budget_ladder.hpp.
+constexpr int64_t kPpm = 1'000'000;
+struct LadderDef {
+  std::optional<int64_t> warn_ppm, degrade_ppm, stop_ppm;
+  bool any() const { return warn_ppm || degrade_ppm || stop_ppm; }
+};
+
 struct Definition {
   std::string code, name;
   Kind kind = Kind::direct;
@@ -92,6 +104,7 @@ struct Definition {
   Millis start_at = 0, end_at = 0;
   bool whitelist_required = false;
   std::optional<int64_t> budget_cents;
+  LadderDef ladder;  // [budget]
   std::optional<LimitSpec> limit;
   std::vector<std::string> gray_users, blacklist;
   std::vector<ItemDef> items;

@@ -8,10 +8,11 @@
 //            bad_weight, weights_zero, no_consolation, kind_mismatch, guarantee_unknown_prize,
 //            guarantee_bad_nth, amount_over_item_max, redpack_range, redpack_shape,
 //            fuse_unknown_prize, fuse_no_threshold, buckets_over_stock, buckets_over_max,
-//            value_too_large
+//            value_too_large, ladder_order, ladder_without_budget, high_value_consolation
 //   warning  stock_over_budget, amount_outlier, amount_vs_unit_cost, cash_unit_cost,
 //            limit_above_stock, zero_stock, weight_ignored, unused_item,
-//            guarantee_unreachable, gray_overlaps_blacklist, window_too_long
+//            guarantee_unreachable, gray_overlaps_blacklist, window_too_long, high_value_unused,
+//            degrade_without_high_value
 //   info     expected_cost
 #include <algorithm>
 #include <cstdio>
@@ -84,6 +85,7 @@ class Linter {
     outliers();
     fuses();
     lists();
+    ladder();
     if (d_.end_at - d_.start_at > Millis(366) * 86400000)
       add("window_too_long", Severity::warning, "end",
           "the window is longer than a year (" + std::to_string((d_.end_at - d_.start_at) / 86400000) +
@@ -411,6 +413,48 @@ class Linter {
             "fuse " + q(f.name) + " has no threshold and can never trip: set max_count, max_amount_cents, "
             "pop_percent or dod_percent");
     }
+  }
+
+  // The budget ladder (seed 002 §9.1): the steps come in order, they need a budget to be a ratio of,
+  // and the degrade step needs something to switch off - but never the consolation prize, which is
+  // where a degraded draw lands.
+  void ladder() {
+    const LadderDef& l = d_.ladder;
+    auto ratio = [](int64_t ppm) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", double(ppm) / double(kPpm));
+      return std::string(buf);
+    };
+    auto order = [&](const std::optional<int64_t>& lo, const char* lo_key, const std::optional<int64_t>& hi,
+                     const char* hi_key) {
+      if (lo && hi && *lo > *hi)
+        add("ladder_order", Severity::error, std::string("budget.") + hi_key,
+            std::string(hi_key) + " " + ratio(*hi) + " is below " + lo_key + " " + ratio(*lo) +
+                ": the steps come in the order warn_at <= degrade_at <= stop_at");
+    };
+    order(l.warn_ppm, "warn_at", l.degrade_ppm, "degrade_at");
+    order(l.degrade_ppm, "degrade_at", l.stop_ppm, "stop_at");
+    if (!l.degrade_ppm) order(l.warn_ppm, "warn_at", l.stop_ppm, "stop_at");
+    if (l.any() && !d_.budget_cents)
+      add("ladder_without_budget", Severity::error, "budget",
+          "[budget] sets steps of the budget ladder, but there is no budget_cents to measure them against: "
+          "add budget_cents at the top level, or remove [budget]");
+    bool any_high = false;
+    for (auto& p : d_.prizes) {
+      if (!p.high_value) continue;
+      any_high = true;
+      if (d_.consolation && *d_.consolation == p.code)
+        add("high_value_consolation", Severity::error, p.path + ".high_value",
+            "prize " + q(p.code) + " is the consolation prize, where a degraded draw lands: it cannot be high_value");
+      else if (!l.degrade_ppm)
+        add("high_value_unused", Severity::warning, p.path + ".high_value",
+            "prize " + q(p.code) + " is high_value, which only matters from the ladder's degrade step on: "
+            "add [budget] degrade_at (e.g. 0.9), or remove high_value");
+    }
+    if (l.degrade_ppm && !any_high)
+      add("degrade_without_high_value", Severity::warning, "budget.degrade_at",
+          "degrade_at switches off the prizes marked high_value = true, and none is: mark the costly prizes, "
+          "or remove degrade_at");
   }
 
   void lists() {

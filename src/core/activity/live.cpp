@@ -1,6 +1,8 @@
 // Live changes: user lists, stock and budget of a running activity (contract in live.hpp).
 #include "core/activity/live.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -143,6 +145,27 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
   return {bud.authorised, after};
 }
 
+// After a budget change: the ladder's thresholds follow the new authorised amount, and its step what
+// the ratio now is (a raise that brings the ratio back under a threshold undoes that step, logged).
+std::optional<engine::LadderMove> settle(Session& s, const ActivityRow& a, ChangeKind kind, const Actor& who, Millis now) {
+  if (is_stock(kind)) return std::nullopt;
+  return engine::settle_ladder(s, a.id, a.code, who.name, std::string("activity budget (") + change_kind_name(kind) + ")",
+                               now);
+}
+
+std::string ladder_note(const Change& c) {
+  if (!c.ladder) return "";
+  return std::string("; budget ladder ") + engine::ladder_step_name(c.ladder->from) + " -> " +
+         engine::ladder_step_name(c.ladder->to);
+}
+
+// The log line of a committed step move (a dry run moved nothing).
+void announce(const Change& c) {
+  if (!c.ladder || c.dry_run) return;
+  if (c.ladder->up()) spdlog::warn("{}", engine::describe(*c.ladder));
+  else spdlog::info("{}", engine::describe(*c.ladder));
+}
+
 const char* kChangeCols =
     "SELECT c.id, a.code, c.kind, c.prize_code, c.amount, c.state, c.reason, c.requested_by, c.decided_by, "
     "c.decision_reason, c.before_value, c.after_value, c.created_at, c.decided_at FROM change_request c JOIN activity a "
@@ -263,6 +286,7 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
       auto [before, after] = apply(tx, a, spec.kind, spec.prize, spec.amount);
       c.before = before;
       c.after = after;
+      c.ladder = settle(tx, a, spec.kind, who, now);
       c.state = "applied";
       c.decided_by = who.name;
       c.decided_at = now;
@@ -280,9 +304,10 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
     if (who.dry_run) c.id = 0;  // rolled back: no id to approve
     c.message = needs_review ? describe(c) + ": proposed; it applies once another operator approves it" +
                                    (c.id ? " (rewardctl activity change approve " + std::to_string(c.id) + ")" : "")
-                             : describe(c) + ": applied";
+                             : describe(c) + ": applied" + ladder_note(c);
     if (who.dry_run) tx.rollback_only();
   });
+  announce(c);
   return c;
 }
 
@@ -303,6 +328,7 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     auto [before, after] = apply(tx, a, *kind, c.prize, c.amount);
     c.before = before;
     c.after = after;
+    c.ladder = settle(tx, a, *kind, who, now);
     if (!transition(tx, "change_request", "change_request", id, "proposed", "applied", who.name, std::nullopt, now,
                     ", decided_by = $5, decided_at = $2, before_value = $6, after_value = $7", {who.name, before, after}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
@@ -310,9 +336,10 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     c.decided_by = who.name;
     c.decided_at = now;
     audit(tx, who.name, "activity.change.approve", "activity", c.code, audit_detail(c).dump(), now);
-    c.message = describe(c) + ": approved by " + who.name + " and applied";
+    c.message = describe(c) + ": approved by " + who.name + " and applied" + ladder_note(c);
     if (who.dry_run) tx.rollback_only();
   });
+  announce(c);
   return c;
 }
 

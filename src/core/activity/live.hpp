@@ -23,6 +23,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/clock.hpp"
+#include "core/engine/budget_ladder.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::activity::live {
@@ -64,6 +65,9 @@ struct Change {
   std::optional<Millis> decided_at;
   bool dry_run = false;
   std::string message;  // for people
+  // A budget change that moved the budget ladder's step (back under a threshold, or over one when set
+  // lower): moved and logged in the same transaction, the log line written after the commit.
+  std::optional<engine::LadderMove> ladder;
 };
 
 // Whether this change raises what the activity can spend (and so needs a second operator when

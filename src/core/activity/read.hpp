@@ -17,6 +17,7 @@ struct PrizeSummary {
   int64_t stock = 0, stock_left = 0, buckets = 1, weight = 0;
   bool consolation = false, blocked = false;
   bool retired = false;  // the current version no longer has it: never drawn, its stock still accounted
+  bool high_value = false;  // switched off from the budget ladder's degrade step on
 };
 
 struct ReviewEntry {
@@ -29,6 +30,9 @@ struct ReviewEntry {
 
 struct BudgetSummary {
   int64_t authorised_cents = 0, consumed_cents = 0;
+  // the budget ladder: ratios in millionths (empty: step not configured) and the step last logged
+  std::optional<int64_t> warn_ppm, degrade_ppm, stop_ppm;
+  std::string ladder_step = "normal";
 };
 
 struct ActivitySummary {

@@ -16,6 +16,7 @@
 #include "core/activity/children.hpp"
 #include "core/activity/versions.hpp"
 #include "core/audit.hpp"
+#include "core/engine/budget_ladder.hpp"
 #include "core/error.hpp"
 
 namespace rc::activity {
@@ -84,7 +85,7 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
     auto rest = prize_params(d, p, items.at(p.item));
     params.insert(params.end(), rest.begin(), rest.end());
     auto r = tx.query("UPDATE prize SET item_id = $3, amount = $4, amount_max = $5, user_limit = $6, user_limit_period = $7, "
-                      "weight = $8, consolation = $9, validity_days = $10, position = $11, retired = 0 "
+                      "weight = $8, consolation = $9, validity_days = $10, position = $11, high_value = $12, retired = 0 "
                       "WHERE activity_id = $1 AND code = $2 "
                       "RETURNING id",
                       params);
@@ -120,6 +121,11 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
     did.push_back("budget of " + std::to_string(*d.budget_cents) + " cents added (" + std::to_string(held) +
                   " already held by grants)");
   }
+  // the version's budget ladder: its ratios, the thresholds they give and the step (budget_ladder.hpp)
+  tx.exec("UPDATE budget SET warn_ppm = $2, degrade_ppm = $3, stop_ppm = $4 WHERE activity_id = $1",
+          {a.id, store::opt(d.ladder.warn_ppm), store::opt(d.ladder.degrade_ppm), store::opt(d.ladder.stop_ppm)});
+  if (auto m = engine::settle_ladder(tx, a.id, a.code, who, "version " + std::to_string(v.version), now))
+    did.push_back(engine::describe(*m));
 
   // 5. listed users: added (a live blacklist is never shortened by a file); 6. fuse rules by name
   add_listed_users(tx, a.id, d);

@@ -4,12 +4,70 @@
 
 namespace rc::engine {
 
-void take_budget(store::Session& s, int64_t activity_id, int64_t cost_cents) {
-  int64_t n = s.exec(
-      "UPDATE budget SET consumed_cents = consumed_cents + $2 WHERE activity_id = $1 "
-      "AND consumed_cents <= authorised_cents - $2",
-      {activity_id, cost_cents});
-  if (n != 1) throw Rejection{"budget_exhausted"};
+namespace {
+
+// The ladder's refusals are part of the one conditional update: past the stop step nothing is taken,
+// past the degrade step nothing for a high-value prize. RETURNING hands back what the step is now.
+const std::string kLadderTake =
+    "UPDATE budget SET consumed_cents = consumed_cents + $2 WHERE activity_id = $1 "
+    "AND consumed_cents <= authorised_cents - $2 AND (stop_cents IS NULL OR consumed_cents < stop_cents)";
+const std::string kHighValue = " AND (degrade_cents IS NULL OR consumed_cents < degrade_cents)";
+const std::string kReturning =
+    " RETURNING authorised_cents, consumed_cents, ladder_step, warn_cents, degrade_cents, stop_cents, warn_ppm, "
+    "degrade_ppm, stop_ppm";
+
+// Why a ladder take was refused: budget_degrade when only the degrade step stood in the way of a
+// high-value prize (a lottery then falls to its consolation prize), else budget_exhausted.
+std::string refusal(store::Session& s, int64_t activity_id, int64_t cost, bool high_value) {
+  if (!high_value) return "budget_exhausted";
+  auto r = s.query(
+      "SELECT count(*) FROM budget WHERE activity_id = $1 AND consumed_cents <= authorised_cents - $2 "
+      "AND (stop_cents IS NULL OR consumed_cents < stop_cents) AND consumed_cents >= degrade_cents",
+      {activity_id, cost});
+  return r[0].i64(0) > 0 ? "budget_degrade" : "budget_exhausted";
+}
+
+}  // namespace
+
+std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, int64_t cost_cents,
+                                      const LadderTake* ladder) {
+  if (!ladder) {
+    int64_t n = s.exec(
+        "UPDATE budget SET consumed_cents = consumed_cents + $2 WHERE activity_id = $1 "
+        "AND consumed_cents <= authorised_cents - $2",
+        {activity_id, cost_cents});
+    if (n != 1) throw Rejection{"budget_exhausted"};
+    return std::nullopt;
+  }
+  if (cost_cents == 0) {
+    // Nothing to take, so no row lock: the stop step refuses every claim, the degrade step a
+    // high-value prize, decided on the committed row.
+    auto r = s.query("SELECT CASE WHEN stop_cents IS NOT NULL AND consumed_cents >= stop_cents THEN 2 "
+                     "WHEN degrade_cents IS NOT NULL AND consumed_cents >= degrade_cents THEN 1 ELSE 0 END "
+                     "FROM budget WHERE activity_id = $1",
+                     {activity_id});
+    const int64_t past = r.empty() ? 0 : r[0].i64(0);
+    if (past == 2) throw Rejection{"budget_exhausted"};
+    if (past == 1 && ladder->high_value) throw Rejection{"budget_degrade"};
+    return std::nullopt;
+  }
+  auto r = s.query(kLadderTake + (ladder->high_value ? kHighValue : "") + kReturning, {activity_id, cost_cents});
+  if (r.empty()) throw Rejection{refusal(s, activity_id, cost_cents, ladder->high_value)};
+  const auto& row = r[0];
+  LadderMove m;
+  m.activity_id = activity_id;
+  m.activity = ladder->code;
+  m.authorised_cents = row.i64(0);
+  m.consumed_cents = row.i64(1);
+  m.from = parse_ladder_step(row.str_or(2, "normal"));
+  m.to = step_for(m.consumed_cents, {row.opt_i64(3), row.opt_i64(4), row.opt_i64(5)});
+  if (m.to == m.from) return std::nullopt;
+  m.ratios = {row.opt_i64(6), row.opt_i64(7), row.opt_i64(8)};
+  m.at = ladder->now;
+  // The row is locked by the update above (PostgreSQL) or the write transaction (SQLite): the step
+  // read with it is current, and this move cannot lose to another claim.
+  if (!move_step(s, m, ladder->actor, "claim: " + describe(m))) return std::nullopt;
+  return m;
 }
 
 void return_budget(store::Session& s, int64_t activity_id, int64_t cost_cents) {

@@ -16,7 +16,9 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   auto c = std::make_shared<ActivityCatalog>();
   auto a = s.query(
       "SELECT id, version, code, kind, timezone, whitelist_required, user_limit, user_limit_period, definition, "
-      "(SELECT count(*) FROM budget b WHERE b.activity_id = activity.id) FROM activity WHERE id = $1",
+      "(SELECT count(*) FROM budget b WHERE b.activity_id = activity.id), "
+      "(SELECT count(*) FROM budget b WHERE b.activity_id = activity.id AND (b.warn_ppm IS NOT NULL OR "
+      "b.degrade_ppm IS NOT NULL OR b.stop_ppm IS NOT NULL)) FROM activity WHERE id = $1",
       {activity_id});
   if (a.empty()) throw Error(Exit::internal, "activity vanished while loading");
   const auto& r = a[0];
@@ -29,9 +31,10 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   c->limit = r.opt_i64(6);
   if (auto p = r.opt_str(7)) c->limit_period = parse_period(*p).value_or(Period::total);
   c->has_budget = r.i64(9) > 0;
+  c->has_ladder = r.i64(10) > 0;
   auto ps = s.query(
       "SELECT p.id, p.code, i.code, i.kind, i.channel, p.amount, p.amount_max, i.unit_cost_cents, p.buckets, "
-      "p.user_limit, p.user_limit_period, p.weight, p.consolation, p.validity_days "
+      "p.user_limit, p.user_limit_period, p.weight, p.consolation, p.validity_days, p.high_value "
       "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.retired = 0 "
       "ORDER BY p.position, p.id",
       {activity_id});
@@ -52,6 +55,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
     p.weight = row.i64(11);
     p.consolation = row.i64(12) != 0;
     p.validity_days = row.opt_i64(13);
+    p.high_value = row.i64(14) != 0;
     if (p.consolation) c->consolation = c->prizes.size();
     weights.push_back(p.weight);
     c->prizes.push_back(std::move(p));

@@ -27,6 +27,7 @@ struct PrizeInfo {
   Period limit_period = Period::total;
   int64_t weight = 0;
   bool consolation = false;
+  bool high_value = false;  // switched off from the budget ladder's degrade step on
   std::optional<int64_t> validity_days;
 };
 
@@ -37,6 +38,7 @@ struct ActivityCatalog {
   std::optional<int64_t> limit;
   Period limit_period = Period::total;
   bool has_budget = false;
+  bool has_ladder = false;  // the budget has a ladder (budget_ladder.hpp): claims take it through the ladder
   std::vector<PrizeInfo> prizes;
   std::optional<size_t> consolation;       // index into prizes
   WeightedPool pool;                       // over prizes, by weight (lottery)

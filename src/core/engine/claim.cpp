@@ -8,6 +8,7 @@
 #include "core/audit.hpp"
 #include "core/engine/activity_gate.hpp"
 #include "core/engine/budget.hpp"
+#include "core/engine/budget_ladder.hpp"
 #include "core/engine/catalog.hpp"
 #include "core/engine/grant_row.hpp"
 #include "core/engine/held.hpp"
@@ -38,6 +39,10 @@ struct ClaimRun {
   std::string held_code;
   // The blocked prize that made the last candidate fail with held_by_fuse (the claim is then held).
   std::optional<int64_t> blocked_prize;
+  // The budget ladder: the step move of the granted candidate, and whether the candidate before was
+  // a high-value prize switched off by the degrade step (the next one is then a budget_degrade).
+  std::optional<LadderMove> ladder_move;
+  bool budget_degraded = false;
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
@@ -87,8 +92,9 @@ struct ClaimRun {
         grant_one(*cat, p, gate->version, sel.draw_value, ci > 0 ? &cat->prizes[sel.candidates[0]] : nullptr, qual_id);
         return;
       } catch (const Rejection& rej) {
-        last = rej.reason;
-        if (!fallback_left) throw;
+        budget_degraded = rej.reason == "budget_degrade";
+        last = budget_degraded ? "budget_exhausted" : rej.reason;  // what a claim that ends here answers
+        if (!fallback_left) throw Rejection{last};
         tx.exec_script("ROLLBACK TO SAVEPOINT candidate");
       }
     }
@@ -130,7 +136,11 @@ struct ClaimRun {
     ng.list_item_id = r.list_item_id;
     if (p.validity_days) ng.expires_at = now + *validity_ms;
     ng.actor = e.opts_.actor;
-    ng.why = degraded_from ? "draw degraded to consolation" : cat.kind == "lottery" ? "draw" : "claim";
+    const bool by_budget = degraded_from && budget_degraded;
+    if (by_budget) ng.reason = "budget_degrade";
+    ng.why = by_budget       ? "budget_degrade"
+             : degraded_from ? "draw degraded to consolation"
+                             : cat.kind == "lottery" ? "draw" : "claim";
     if (held_id) ng.why = "released from a fuse hold: " + ng.why;
     g = GrantView{};
     g.record_code = ng.record_code;
@@ -143,7 +153,13 @@ struct ClaimRun {
     if (qual_id) log_qualification_used(tx, *qual_id, e.opts_.actor, g.record_code, now);
 
     // 8. budget, then stock: the hot rows, last
-    if (cat.has_budget && *cost > 0) take_budget(tx, cat.id, *cost);
+    std::optional<LadderMove> moved;
+    if (cat.has_ladder) {
+      const LadderTake lt{p.high_value, cat.code, e.opts_.actor, now};
+      moved = take_budget(tx, cat.id, *cost, &lt);
+    } else if (cat.has_budget && *cost > 0) {
+      take_budget(tx, cat.id, *cost);
+    }
     auto got = take_stock(tx, p.id, p.buckets, ng.bucket);
     if (!got) {
       e.remember_sold_out(p.id);
@@ -166,7 +182,9 @@ struct ClaimRun {
     g.pool_version = ng.pool_version;
     g.bucket = *got;
     if (degraded_from) g.degraded_from = degraded_from->code;
+    g.reason = ng.reason;
     g.created_at = g.updated_at = now;
+    ladder_move = std::move(moved);
   }
 
   // pending -> init for the held grant, with what the flow chose; nullopt when it is no longer
@@ -175,9 +193,10 @@ struct ClaimRun {
     check_version(tx, ng.activity_id, *ng.pool_version);
     if (!transition(tx, "grants", "grant", held_id, "pending", "init", ng.actor, ng.why, now,
                     ", prize_id = $5, amount = $6, cost_cents = $7, bucket = $8, draw_value = $9, pool_version = $10, "
-                    "degraded_from = $11, channel = $12, expires_at = $13, reason = NULL",
+                    "degraded_from = $11, channel = $12, expires_at = $13, reason = $14",
                     {ng.prize_id, ng.amount, ng.cost_cents, ng.bucket, store::opt(ng.draw_value),
-                     store::opt(ng.pool_version), store::opt(ng.degraded_from), ng.channel, store::opt(ng.expires_at)}))
+                     store::opt(ng.pool_version), store::opt(ng.degraded_from), ng.channel, store::opt(ng.expires_at),
+                     store::opt(ng.reason)}))
       return std::nullopt;
     return held_id;
   }
@@ -185,11 +204,12 @@ struct ClaimRun {
 
 StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) {
   StepResult step;
-  ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt};
+  ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt, std::nullopt, false};
   try {
     run.run();
     step.kind = StepResult::granted;
     step.grant = std::move(run.g);
+    step.ladder = std::move(run.ladder_move);
   } catch (const Rejection& rej) {
     // On PostgreSQL a concurrent twin (same biz_id) that committed while we waited on its
     // limit or qualification row makes our conditional update fail: that is a replay, not a
@@ -208,9 +228,10 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) 
 }
 
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
-                         const std::string& record_code) {
-  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt};
+                         const std::string& record_code, std::optional<LadderMove>* moved) {
+  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false};
   run.run();
+  if (moved) *moved = std::move(run.ladder_move);
   return run.g;
 }
 
@@ -229,14 +250,17 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   bool twin = false;
   std::optional<GrantView> granted;
   std::optional<int64_t> blocked_prize;
+  std::optional<LadderMove> ladder;
   try {
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       twin = false;
       granted.reset();
+      ladder.reset();
       out.reason.clear();
       StepResult step = claim_step(tx, r, now);
       if (step.kind == StepResult::granted) {
         granted = std::move(step.grant);
+        ladder = std::move(step.ladder);
         if (r.dry_run) tx.rollback_only();
       } else {
         twin = step.kind == StepResult::twin;
@@ -275,6 +299,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   out.status = Status::granted;
   out.grant = granted;
   out.dry_run = r.dry_run;
+  out.ladder = ladder;
+  if (ladder && !r.dry_run) announce_ladder(*ladder);  // committed: the log line and the alert, once
   if (r.deliver && !r.dry_run) deliver_after_commit(out);
   return finish();
 }

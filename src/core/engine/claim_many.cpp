@@ -49,6 +49,7 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
     } else if (step.kind == StepResult::granted) {
       out.status = Status::granted;
       out.grant = std::move(step.grant);
+      out.ladder = std::move(step.ladder);  // the caller announces it after its commit
     } else {
       tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
       if (step.kind == StepResult::rejected) {

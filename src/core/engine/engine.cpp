@@ -2,6 +2,8 @@
 // flow is in claim.cpp, delivery in deliver.cpp.
 #include "core/engine/engine.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdlib>
 
@@ -70,6 +72,20 @@ bool Engine::known_sold_out(int64_t prize_id) {
 void Engine::remember_sold_out(int64_t prize_id) {
   std::lock_guard<std::mutex> l(mu_);
   sold_out_[prize_id] = steady_ms();
+}
+
+void Engine::announce_ladder(const LadderMove& m) {
+  if (!m.up()) {
+    spdlog::info("{}", describe(m));
+    return;
+  }
+  spdlog::warn("{}", describe(m));
+  if (!opts_.on_ladder) return;
+  try {
+    opts_.on_ladder(m);
+  } catch (const std::exception& e) {
+    spdlog::error("budget ladder alert of {} not sent: {}", m.activity, e.what());
+  }
 }
 
 }  // namespace rc::engine

@@ -16,6 +16,7 @@
 //   9 delivery after commit: init -> issuing with a persisted bill number, then the channel   deliver
 // After the claim: reversal (reversal.hpp), the outbox's answer (completion.hpp), reads (grant_view.hpp).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,7 @@
 
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
+#include "core/engine/budget_ladder.hpp"
 #include "core/engine/grant_view.hpp"
 #include "core/store/store.hpp"
 
@@ -55,6 +57,9 @@ struct ClaimOutcome {
   std::optional<GrantView> grant;  // granted, replayed, held: the grant (held: state pending)
   bool dry_run = false;  // granted would have happened; nothing was kept
   int64_t duration_us = 0;
+  // granted: the budget ladder step this claim moved (budget_ladder.hpp). Engine::claim announces it
+  // after its commit; a claim_many caller announces it after committing (Engine::announce_ladder).
+  std::optional<LadderMove> ladder;
 };
 
 struct DeliveryOutcome {
@@ -71,6 +76,9 @@ struct EngineOptions {
   int64_t resend_first_delay_ms = 60'000;
   int64_t resend_expiry_ms = 5LL * 24 * 3600 * 1000;
   int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
+  // Called after the commit of a budget ladder step move (the CLI posts the signed [alerts] webhook).
+  // Never inside a transaction; a failure to alert must not throw.
+  std::function<void(const LadderMove&)> on_ladder;
 };
 
 struct HeldResult;       // what became of a held grant (held.hpp)
@@ -82,6 +90,7 @@ struct StepResult {
   std::string reason;  // rejected: the reason code
   GrantView grant;     // granted: the new grant (state init)
   std::optional<int64_t> blocked_prize;  // rejected held_by_fuse: the blocked prize (none: the activity)
+  std::optional<LadderMove> ladder;      // granted: the budget ladder step it moved
 };
 
 class Engine {
@@ -112,6 +121,10 @@ class Engine {
   // written, for a channel outside the database (webhook: deliver() it after commit) or a grant that
   // is not in init. REQUIRES: g was read or written in tx.
   bool deliver_in(store::Tx& tx, const GrantView& g, std::string& state);
+
+  // Tells people about a budget ladder step move once it is committed: one log line (WARN going up,
+  // INFO going back down) and, going up, the on_ladder hook (the alert). REQUIRES: m is committed.
+  void announce_ladder(const LadderMove& m);
 
   store::Store& store() { return st_; }
 

@@ -16,6 +16,7 @@ struct NewGrant {
   int64_t activity_id = 0, prize_id = 0, amount = 0, cost_cents = 0, bucket = 0;
   std::optional<int64_t> draw_value, pool_version, degraded_from, list_item_id, expires_at;
   std::optional<std::string> source;
+  std::optional<std::string> reason;  // budget_degrade: a draw the budget ladder moved to the consolation prize
   std::string actor, why;  // for the status-log row
 };
 

@@ -141,14 +141,16 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   const Millis now = clock_.now_ms();
 
   std::optional<GrantView> granted;
+  std::optional<LadderMove> ladder;
   std::string why;
   bool gone = false;
   st_.transact(store::TxMode::write, [&](store::Tx& tx) {
     granted.reset();
+    ladder.reset();
     why.clear();
     gone = false;
     try {
-      granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code);
+      granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder);
       if (dry_run) tx.rollback_only();
       else follow_held_item(tx, grant_id, "held", "issued", std::nullopt, opts_.actor, now);
     } catch (const Rejection& rej) {
@@ -168,6 +170,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     res.result = dry_run ? "would_grant" : "granted";
     res.state = "init";
     if (!dry_run) {
+      if (ladder) announce_ladder(*ladder);
       ClaimOutcome o;
       o.grant = granted;
       deliver_after_commit(o);

@@ -70,7 +70,8 @@ bool follow_held_item(store::Session& s, int64_t grant_id, const std::string& fr
 // Steps 2-8 of the common flow for the held grant `held_id` (record `record_code`) inside tx, adopting
 // the pending row (pending -> init) instead of inserting one. Returns the granted grant. Throws
 // Rejection (the world changed), HeldGone (already decided). Defined in claim.cpp, next to the flow.
+// `moved` (optional) receives the budget ladder step move, for the caller to announce after commit.
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
-                         const std::string& record_code);
+                         const std::string& record_code, std::optional<LadderMove>* moved = nullptr);
 
 }  // namespace rc::engine
