@@ -4,7 +4,9 @@
 // prize and spread over 16 stock buckets. Prints a table; the ratio core/raw is what to compare
 // between runs (absolute figures depend on the machine).
 //
-//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16]
+//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder]
+// --ladder: instead, the cost of the budget ladder - the same claims on an activity with a budget,
+// without and with a ladder (thresholds never reached), 16 stock buckets; ratio ladder / budget.
 // PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG (scripts/bench starts one).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -36,9 +38,12 @@ struct Target {
 
 double g_seconds = 3.0;
 
-std::string definition(int buckets) {
+// budget: "" (none), "plain" (a budget never exhausted), "ladder" (the same with a budget ladder)
+std::string definition(int buckets, const std::string& budget = "") {
   return "code = \"bench\"\nname = \"bench\"\nkind = \"direct\"\ntimezone = \"UTC\"\n"
-         "start = \"2020-01-01T00:00:00Z\"\nend = \"2099-01-01T00:00:00Z\"\n"
+         "start = \"2020-01-01T00:00:00Z\"\nend = \"2099-01-01T00:00:00Z\"\n" +
+         std::string(budget.empty() ? "" : "budget_cents = 1000000000000000\n") +
+         (budget == "ladder" ? "[budget]\nwarn_at = 0.8\ndegrade_at = 0.9\nstop_at = 1.0\n" : "") +
          "[items.coupon]\nkind = \"coupon\"\nunit_cost_cents = 100\nchannel = \"ledger\"\n"
          "[[prizes]]\ncode = \"p\"\nitem = \"coupon\"\namount = 1\nstock = 100000000\nstock_buckets = " +
          std::to_string(buckets) + "\n";
@@ -53,7 +58,7 @@ std::unique_ptr<store::Store> open(const Target& t) {
 }
 
 // A fresh database (SQLite file / PostgreSQL schema) with the activity and a raw table.
-Target fresh(const std::string& backend, const std::string& pg, int buckets, int run) {
+Target fresh(const std::string& backend, const std::string& pg, int buckets, int run, const std::string& budget = "") {
   Target t;
   t.name = backend;
   if (backend == "sqlite") {
@@ -74,9 +79,9 @@ Target fresh(const std::string& backend, const std::string& pg, int buckets, int
   }
   auto s = open(t);
   store::migrate(*s, 0);
-  auto parsed = activity::parse_definition(definition(buckets), "bench");
+  auto parsed = activity::parse_definition(definition(buckets, budget), "bench");
   if (!parsed.def) throw std::runtime_error("bench definition does not parse");
-  activity::create(*s, *parsed.def, definition(buckets), {true, false}, {"bench", false}, 0);
+  activity::create(*s, *parsed.def, definition(buckets, budget), {true, false}, {"bench", false}, 0);
   // The raw claim's own tables: one stock row per bucket, and claims with a unique biz_id.
   s->transact(store::TxMode::write, [&](store::Tx& tx) {
     tx.exec_script(
@@ -169,7 +174,7 @@ int main(int argc, char** argv) {
   std::string pg;
   if (const char* e = std::getenv("REWARDCTL_BENCH_PG")) pg = e;
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;
-  bool do_pg = true, do_sqlite = true;
+  bool do_pg = true, do_sqlite = true, ladder = false;
   std::vector<int> workers{1, 4, 16};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -177,13 +182,15 @@ int main(int argc, char** argv) {
     else if (a == "--pg" && i + 1 < argc) pg = argv[++i];
     else if (a == "--no-pg") do_pg = false;
     else if (a == "--no-sqlite") do_sqlite = false;
+    else if (a == "--ladder") ladder = true;
     else if (a == "--workers" && i + 1 < argc) {
       workers.clear();
       std::stringstream ss(argv[++i]);
       std::string x;
       while (std::getline(ss, x, ',')) workers.push_back(std::atoi(x.c_str()));
     } else {
-      std::fprintf(stderr, "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16]\n");
+      std::fprintf(stderr,
+                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder]\n");
       return 64;
     }
   }
@@ -194,6 +201,26 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends;
   if (do_sqlite) backends.push_back("sqlite");
   if (do_pg) backends.push_back("postgres");
+  if (ladder) {
+    // The budget ladder's price on the claim's hot path: one statement either way (the ladder's has
+    // two more comparisons and RETURNING), measured as budget-with-ladder / budget-alone.
+    std::printf("%-9s %7s %12s %12s %13s\n", "backend", "workers", "budget/s", "ladder/s", "ladder/budget");
+    int run = 0;
+    for (auto& b : backends)
+      for (int w : workers) {
+        auto plain = fresh(b, pg, 16, run++, "plain");
+        double pb = run_core(plain, w, false);
+        drop(plain, pg);
+        auto lad = fresh(b, pg, 16, run++, "ladder");
+        double pl = run_core(lad, w, false);
+        drop(lad, pg);
+        std::printf("%-9s %7d %12.0f %12.0f %13.2f\n", b.c_str(), w, pb, pl, pb > 0 ? pl / pb : 0);
+        std::fflush(stdout);
+      }
+    std::printf("\nbudget: Engine::claim on an activity with a budget (never exhausted), 16 stock buckets, no delivery.\n"
+                "ladder: the same activity with [budget] warn_at/degrade_at/stop_at (never reached).\n");
+    return 0;
+  }
   std::printf("%-9s %-17s %7s %10s %10s %13s %11s %14s\n", "backend", "scenario", "workers", "core/s", "raw/s",
               "core+ledger/s", "core/raw", "core/raw 1-row");
   int run = 0;

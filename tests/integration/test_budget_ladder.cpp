@@ -4,7 +4,6 @@
 // alert) however many claims cross a threshold at once, a raise that undoes a step, and lint
 // findings naming file, line and field. The harness reconciles the books at the end of each test.
 #include <doctest/doctest.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/alert_sink.hpp"
 #include "support/seed.hpp"
-#include "util/hash.hpp"
 
 using namespace rt;
 using nlohmann::json;
@@ -86,42 +85,6 @@ std::vector<std::string> moves(const TestDb& db) {
 std::string step(const TestDb& db) {
   return db.open()->query("SELECT ladder_step FROM budget")[0].str(0);
 }
-
-// A local [alerts] endpoint that checks the signature and keeps every body.
-struct AlertSink {
-  httplib::Server srv;
-  std::thread th;
-  int port = 0;
-  std::mutex mu;
-  std::vector<json> bodies;
-  int bad_signatures = 0;
-  AlertSink() {
-    srv.Post("/alert", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> l(mu);
-      if (!rc::digest_equal("sha256=" + rc::hmac_sha256_hex("alert-secret", req.body),
-                            req.get_header_value("X-Rewardctl-Signature")))
-        ++bad_signatures;
-      bodies.push_back(json::parse(req.body));
-      res.set_content("{}", "application/json");
-    });
-    port = srv.bind_to_any_port("127.0.0.1");
-    th = std::thread([this] { srv.listen_after_bind(); });
-  }
-  ~AlertSink() {
-    srv.stop();
-    th.join();
-  }
-  std::map<std::string, std::string> env(const TestDb& db) const {
-    std::string cfg = write_file(db.dir(), "alerts.toml",
-                                 "[alerts]\nwebhook = \"http://127.0.0.1:" + std::to_string(port) +
-                                     "/alert\"\nsecret = \"env:ALERT_SECRET\"\n");
-    return {{"REWARDCTL_CONFIG", cfg}, {"ALERT_SECRET", "alert-secret"}};
-  }
-  std::vector<json> seen() {
-    std::lock_guard<std::mutex> l(mu);
-    return bodies;
-  }
-};
 
 }  // namespace
 

@@ -4,21 +4,19 @@
 // while it holds the crossing (nothing moved; the next claim moves the step once).
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/activity/live.hpp"
 #include "core/engine/budget_ladder.hpp"
+#include "support/alert_sink.hpp"
 #include "support/seed.hpp"
-#include "util/hash.hpp"
 
 using namespace rt;
 using nlohmann::json;
@@ -104,22 +102,8 @@ TEST_CASE("ladder hostile: 16 processes crossing warn at once - one WARN line, o
   db.migrate();
   seed(db, ladder_spec());
   claims(db, 48, "pre");  // 480 of 1000: two claims short of warn
-  std::mutex mu;
-  std::vector<json> alerts;
-  httplib::Server srv;
-  srv.Post("/alert", [&](const httplib::Request& req, httplib::Response& res) {
-    std::lock_guard<std::mutex> l(mu);
-    if (rc::digest_equal("sha256=" + rc::hmac_sha256_hex("alert-secret", req.body),
-                         req.get_header_value("X-Rewardctl-Signature")))
-      alerts.push_back(json::parse(req.body));
-    res.set_content("{}", "application/json");
-  });
-  int port = srv.bind_to_any_port("127.0.0.1");
-  std::thread th([&] { srv.listen_after_bind(); });
-  std::string cfg = write_file(db.dir(), "alerts.toml",
-                               "[alerts]\nwebhook = \"http://127.0.0.1:" + std::to_string(port) +
-                                   "/alert\"\nsecret = \"env:ALERT_SECRET\"\n");
-  std::map<std::string, std::string> env{{"REWARDCTL_CONFIG", cfg}, {"ALERT_SECRET", "alert-secret"}};
+  AlertSink sink;
+  const auto env = sink.env(db);
   std::vector<pid_t> pids;
   for (int i = 0; i < 16; ++i)
     pids.push_back(spawn(db, "c" + std::to_string(i),
@@ -136,8 +120,8 @@ TEST_CASE("ladder hostile: 16 processes crossing warn at once - one WARN line, o
          at = err.find("warning: budget ladder", at + 1))
       ++warn_lines;
   }
-  srv.stop();
-  th.join();
+  auto alerts = sink.seen();
+  CHECK(sink.bad_signatures == 0);
   CHECK(granted == 16);  // 480 + 160 = 640: past warn, short of degrade
   CHECK(warn_lines == 1);
   REQUIRE(alerts.size() == 1);
