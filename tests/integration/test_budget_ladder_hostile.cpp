@@ -200,3 +200,20 @@ TEST_CASE("ladder hostile: a claim killed with SIGKILL while it crosses warn mov
   CHECK(continuous_moves(db) == std::vector<std::string>{"normal->warn"});
   check_settled(db);
 }
+
+TEST_CASE("ladder hostile: an alert webhook that is down costs the crossing claim nothing but an error line") {
+  TestDb db;
+  db.migrate();
+  seed(db, ladder_spec());
+  claims(db, 49, "pre");
+  // a port nobody listens on: the POST is refused
+  std::string cfg = write_file(db.dir(), "down.toml",
+                               "[alerts]\nwebhook = \"http://127.0.0.1:9/alert\"\nsecret = \"env:ALERT_SECRET\"\n"
+                               "timeout_ms = 500\n");
+  auto r = db.ok({"claim", "act", "--user", "x", "--biz-id", "x", "-o", "json"}, 0,
+                 {{"REWARDCTL_CONFIG", cfg}, {"ALERT_SECRET", "s"}});
+  CHECK(last_json(r)["outcome"] == "granted");
+  CHECK(r.err.find("warning: budget ladder of act: normal -> warn") != std::string::npos);
+  CHECK(r.err.find("alert to http://127.0.0.1:9/alert not delivered") != std::string::npos);
+  CHECK(continuous_moves(db) == std::vector<std::string>{"normal->warn"});
+}
