@@ -1,4 +1,4 @@
--- rewardctl schema v8: the budget ladder (seed 002 §9.1: normal -> warn -> degrade -> stop).
+-- rewardctl schema v10: the budget ladder (seed 002 §9.1: normal -> warn -> degrade -> stop).
 -- The ratios come from the definition's [budget] table, in millionths (0.8 = 800000); NULL: no
 -- such step. The thresholds in cents are derived from them and the authorised budget (the consumed
 -- amount from which a step is reached, ceil(authorised x ratio)), rewritten whenever the authorised
