@@ -54,6 +54,7 @@ Exit run_plan(Ctx& ctx) {
                   {"cost_cents", r.cost_cents},
                   {"stock_left", r.stock_left},
                   {"budget_left", r.budget_left ? json(*r.budget_left) : json(nullptr)},
+                  {"budget_grants", r.budget_grants ? json(*r.budget_grants) : json(nullptr)},
                   {"fits", r.fits},
                   {"stored", r.stored},
                   {"dry_run", r.dry_run},
@@ -65,6 +66,9 @@ Exit run_plan(Ctx& ctx) {
   if (!r.fits && !opt.allow_partial)
     throw Error(Exit::data, "stock (" + std::to_string(r.stock_left) + " left) or budget (" +
                                 (r.budget_left ? std::to_string(*r.budget_left) + " cents left" : std::string("none")) +
+                                (r.budget_grants ? ", room for " + std::to_string(*r.budget_grants) +
+                                                       " grants"
+                                                 : std::string()) +
                                 ") does not cover " + std::to_string(r.users) + " users costing " +
                                 std::to_string(r.cost_cents) +
                                 " cents: nothing was stored (--allow-partial stores it; the rest is rejected when it runs)");

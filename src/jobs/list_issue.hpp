@@ -51,7 +51,10 @@ struct PlanResult {
   int64_t unit_cost_cents = 0, cost_cents = 0;  // per grant and for every user
   int64_t stock_left = 0;
   std::optional<int64_t> budget_left;  // none: the activity has no budget
-  bool fits = false;        // stock and budget cover every user
+  // Grants of this prize the budget allows from now, its ladder included (each take must start
+  // below stop_at, and below degrade_at for a high-value prize). None: no budget, or no limit.
+  std::optional<int64_t> budget_grants;
+  bool fits = false;        // stock and budget (its ladder included) cover every user
   bool stored = false;      // the batch was stored (planned)
   bool over_limit = false;  // more rejected rows than --max-rejects: nothing stored
   bool dry_run = false;

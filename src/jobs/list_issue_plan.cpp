@@ -1,11 +1,13 @@
 // list-issue plan: reads the list once (the row rules and rejects file of import-qualifications),
 // dedupes it in the database (UNIQUE (batch_id, user_id): memory stays flat whatever the list's
 // size), and stores batch and items in one transaction — or nothing at all when the list is refused.
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/activity/activity.hpp"
 #include "core/audit.hpp"
+#include "core/engine/budget.hpp"
 #include "jobs/import_rows.hpp"
 #include "jobs/input.hpp"
 #include "jobs/rejects_writer.hpp"
@@ -24,16 +26,17 @@ constexpr size_t kRowsPerInsert = 500;
 
 struct PrizeFacts {
   int64_t id = 0, unit_cost_cents = 0, stock_left = 0;
+  bool high_value = false;
 };
 
 PrizeFacts prize_facts(store::Session& s, int64_t activity_id, const std::string& activity, const std::string& code) {
   auto r = s.query(
       "SELECT p.id, COALESCE(p.amount_max, p.amount) * i.unit_cost_cents, "
-      "(SELECT COALESCE(SUM(remain), 0) FROM stock WHERE prize_id = p.id) "
+      "(SELECT COALESCE(SUM(remain), 0) FROM stock WHERE prize_id = p.id), p.high_value "
       "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.code = $2",
       {activity_id, code});
   if (r.empty()) throw Error(Exit::not_found, "activity '" + activity + "' has no prize '" + code + "' (see rewardctl activity show " + activity + ")");
-  return {r[0].i64(0), r[0].i64(1), r[0].i64(2)};
+  return {r[0].i64(0), r[0].i64(1), r[0].i64(2), r[0].i64(3) != 0};
 }
 
 // Buffers item rows and inserts them many per statement; duplicates are skipped by the unique key.
@@ -100,6 +103,9 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     res.stock_left = prize.stock_left;
     auto b = tx.query("SELECT authorised_cents - consumed_cents FROM budget WHERE activity_id = $1", {act.id});
     if (!b.empty()) res.budget_left = b[0].i64(0);
+    if (auto n = engine::budget_takes_left(tx, act.id, prize.unit_cost_cents, prize.high_value);
+        n && *n != std::numeric_limits<int64_t>::max())
+      res.budget_grants = n;
 
     Sha256 hash;
     in->reader->set_tap([&](const char* p, size_t n) { hash.update(p, n); });
@@ -150,7 +156,8 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
       throw Error(Exit::data, o.file + ": no valid user in the list (" + std::to_string(res.rejected) + " rows rejected)");
     if (__builtin_mul_overflow(res.users, res.unit_cost_cents, &res.cost_cents))
       throw Error(Exit::data, o.file + ": the batch's cost overflows 64 bits");
-    res.fits = res.stock_left >= res.users && (!res.budget_left || *res.budget_left >= res.cost_cents);
+    res.fits = res.stock_left >= res.users && (!res.budget_left || *res.budget_left >= res.cost_cents) &&
+               (!res.budget_grants || *res.budget_grants >= res.users);
     if (res.over_limit || (!res.fits && !o.allow_partial) || o.dry_run) {
       tx.rollback_only();
       return;

@@ -2,6 +2,9 @@
 
 #include "core/engine/rejection.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace rc::engine {
 
 namespace {
@@ -73,6 +76,21 @@ std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, in
 void return_budget(store::Session& s, int64_t activity_id, int64_t cost_cents) {
   s.exec("UPDATE budget SET consumed_cents = consumed_cents - $2 WHERE activity_id = $1 AND consumed_cents >= $2",
          {activity_id, cost_cents});
+}
+
+std::optional<int64_t> budget_takes_left(store::Session& s, int64_t activity_id, int64_t cost_cents, bool high_value) {
+  auto r = s.query("SELECT authorised_cents, consumed_cents, degrade_cents, stop_cents FROM budget WHERE activity_id = $1",
+                   {activity_id});
+  if (r.empty()) return std::nullopt;
+  const int64_t authorised = r[0].i64(0), consumed = r[0].i64(1);
+  std::optional<int64_t> ceiling = r[0].opt_i64(3);
+  if (high_value && !r[0].is_null(2)) ceiling = ceiling ? std::min(*ceiling, r[0].i64(2)) : r[0].i64(2);
+  if (ceiling && consumed >= *ceiling) return 0;
+  if (cost_cents <= 0) return std::numeric_limits<int64_t>::max();
+  int64_t n = authorised > consumed ? (authorised - consumed) / cost_cents : 0;
+  // takes start at consumed, consumed + cost, ...: those starting below the ceiling are allowed
+  if (ceiling) n = std::min(n, (*ceiling - consumed + cost_cents - 1) / cost_cents);
+  return n;
 }
 
 int64_t budget_left_cents(store::Session& s, int64_t activity_id) {

@@ -32,6 +32,13 @@ std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, in
 // next claim that takes budget or the next budget change.
 void return_budget(store::Session& s, int64_t activity_id, int64_t cost_cents);
 
+// How many more takes of `cost_cents` each the budget allows from now, as take_budget decides them
+// one after the other: within the authorised budget, and with a ladder each take starting below the
+// stop threshold (and, for a high-value prize, below the degrade threshold). A cost of 0 is
+// unlimited (INT64_MAX) until a threshold is reached. nullopt: the activity has no budget.
+// For sizing a batch before it runs (list-issue plan); the conditional update still decides.
+std::optional<int64_t> budget_takes_left(store::Session& s, int64_t activity_id, int64_t cost_cents, bool high_value);
+
 // Cents left now (0 when the activity has no budget row). A hint for sizing a red packet: the
 // conditional update in take_budget still decides.
 int64_t budget_left_cents(store::Session& s, int64_t activity_id);
