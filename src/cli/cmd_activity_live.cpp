@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/context.hpp"
+#include "cli/engine_setup.hpp"
+#include "core/alert_outbox.hpp"
 #include "core/activity/live.hpp"
 #include "core/identifier.hpp"
 #include "jobs/import_rows.hpp"
@@ -71,6 +73,18 @@ Exit print_change(Ctx& ctx, const live::Change& c) {
   return Exit::ok;
 }
 
+// Runs a change that may move the budget ladder, and posts the alert a step going up queued
+// (core/alert_outbox.hpp) once it is committed. The [alerts] table is read first: a bad one changes
+// nothing.
+Exit change_with_alert(Ctx& ctx, const std::function<live::Change(store::Store&)>& run) {
+  const AlertPoster post = alert_poster(ctx);
+  auto st = ctx.open_store();
+  const live::Change c = run(*st);
+  if (c.ladder && c.ladder->alert_id && !c.dry_run)
+    deliver_alert(*st, *c.ladder->alert_id, post, c.decided_by.value_or(c.requested_by), ctx.now());
+  return print_change(ctx, c);
+}
+
 Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
   auto us = users();
   auto st = ctx.open_store();
@@ -87,8 +101,8 @@ Exit run_stock(Ctx& ctx) {
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, opt.code, opt.prize,
                      opt.add > 0 ? opt.add : opt.remove, opt.reason};
-  auto st = ctx.open_store();
-  return print_change(ctx, live::request(*st, c, ctx.settings.review_required, actor(ctx), ctx.now()));
+  return change_with_alert(
+      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, actor(ctx), ctx.now()); });
 }
 
 Exit run_budget(Ctx& ctx) {
@@ -97,8 +111,8 @@ Exit run_budget(Ctx& ctx) {
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, opt.code, "",
                      opt.raise > 0 ? opt.raise : opt.set, opt.reason};
-  auto st = ctx.open_store();
-  return print_change(ctx, live::request(*st, c, ctx.settings.review_required, actor(ctx), ctx.now()));
+  return change_with_alert(
+      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, actor(ctx), ctx.now()); });
 }
 
 template <class F>
@@ -168,8 +182,7 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
   ca->add_option("ID", opt.id, "Change id (from activity change list)")->required();
   add_dry_run(ca);
   on(ca, ctx, [](Ctx& c) {
-    auto st = c.open_store();
-    return print_change(c, live::approve(*st, opt.id, actor(c), c.now()));
+    return change_with_alert(c, [&](store::Store& st) { return live::approve(st, opt.id, actor(c), c.now()); });
   });
   auto* cr = ch->add_subcommand("reject", "Reject a proposed change");
   cr->add_option("ID", opt.id, "Change id")->required();

@@ -21,46 +21,14 @@ struct {
   JobFlags job;
 } opt;
 
-json event_json(const fz::Event& e) {
-  json j{{"event", e.batch_no},
-         {"id", e.id},
-         {"activity", e.activity},
-         {"prize", e.prize.empty() ? json(nullptr) : json(e.prize)},
-         {"rule", e.rule},
-         {"kind", e.kind},
-         {"state", e.state},
-         {"decision", e.decision.empty() ? json(nullptr) : json(e.decision)},
-         {"observed_count", e.observed.count},
-         {"observed_amount", e.observed.amount},
-         {"compare_count", e.compare.count},
-         {"compare_amount", e.compare.amount},
-         {"threshold", e.threshold ? json(*e.threshold) : json(nullptr)},
-         {"reason", e.reason},
-         {"created_at", format_utc(e.created_at)}};
-  if (e.window_to) {
-    j["window_from"] = format_utc(e.window_from);
-    j["window_to"] = format_utc(e.window_to);
-  }
-  if (!e.decided_by.empty()) j["decided_by"] = e.decided_by;
-  if (!e.decision_reason.empty()) j["decision_reason"] = e.decision_reason;
-  if (e.decided_at) j["decided_at"] = format_utc(*e.decided_at);
-  return j;
-}
-
 const std::vector<Column> kEventCols = {{"event", "EVENT"},       {"activity", "ACTIVITY"}, {"prize", "PRIZE"},
                                         {"rule", "RULE"},         {"kind", "KIND"},         {"state", "STATE"},
                                         {"decision", "DECISION"}, {"observed_count", "COUNT"},
                                         {"observed_amount", "AMOUNT"}, {"created_at", "AT"}};
 
 Exit run_scan(Ctx& ctx) {
-  const auto alerts = jobs::parse_alerts(ctx.settings);  // a bad [alerts] table fails before any work
   fz::ScanOptions o;
-  if (alerts)
-    o.on_trip = [&](const fz::Event& e) {
-      auto body = event_json(e);
-      body["alert"] = "fuse_tripped";
-      jobs::post_alert(*alerts, [](const char* n) { return std::getenv(n); }, body);
-    };
+  o.post = alert_poster(ctx);  // a bad [alerts] table fails before any work
   std::vector<json> trips;
   auto rc = run_job_command(ctx, "fuse-scan", opt.job, [&](jobs::JobRun& run) {
     for (auto& e : fz::scan(run, o).trips) trips.push_back(event_json(e));

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/alert_outbox.hpp"
 #include "core/clock.hpp"
 #include "core/engine/engine.hpp"
 #include "core/store/store.hpp"
@@ -47,28 +48,42 @@ struct Event {
   std::string reason, decided_by, decision_reason;
   Millis created_at = 0;
   std::optional<Millis> decided_at;
+  std::optional<int64_t> alert_id;  // a trip of this run: its queued alert
 };
 
+// A trip's alert ("alert": "fuse_tripped") is queued with its event, in the same transaction
+// (core/alert_outbox.hpp), and posted right after the commit; pending alerts of any kind older
+// than this grace (a process that died after its commit, a webhook that was down) are posted by
+// every fuse-scan run before its rules.
+constexpr Millis kAlertGraceMs = 60'000;
+constexpr int64_t kAlertsPerRun = 100;
+
 struct ScanOptions {
-  // Called once a trip is committed (never for a dry run): the CLI posts the signed alert here, so
-  // an alert leaves as soon as its event exists, whatever happens to the rest of the run.
-  std::function<void(const Event&)> on_trip;
+  // Posts an alert (the CLI's signed [alerts] webhook). Empty: none configured; alerts are then
+  // recorded as skipped, and the ERROR line and the event are the record.
+  AlertPoster post;
 };
 
 struct ScanResult {
   int64_t rules = 0;           // enabled rules of live or gray activities evaluated in this run
   int64_t already_tripped = 0; // skipped: an open event of the rule still blocks
   std::vector<Event> trips;    // tripped in this run (for a dry run: would have tripped)
+  AlertCounts alerts;          // earlier alerts posted (or skipped, or failed again) by this run
+  int64_t alerts_pending = 0;  // dry run: earlier alerts this run would post
 };
 
 // fuse-scan, as a job of the runner (jobs/runner.hpp: lease, job_run, pause switch, --dry-run,
 // --limit, --max-runtime, signals): evaluates every enabled rule of every live or gray activity at
 // run.now(), one rule per chunk (an item towards --limit). A trip writes the event and its
-// status-log row and blocks the prize, in the chunk's transaction (rolled back under --dry-run),
-// then logs an ERROR line. A rule with an open (tripped) event is not evaluated again until that
+// status-log row and blocks the prize and queues the alert, in the chunk's transaction (rolled back
+// under --dry-run), then logs an ERROR line and posts the alert. Before the rules, alerts pending
+// for longer than kAlertGraceMs are posted (counts alerts_sent, alerts_failed, alerts_skipped). A rule with an open (tripped) event is not evaluated again until that
 // event is released. Counts: rules, tripped, already_tripped; the run's exit is findings (1) when
 // any rule tripped. REQUIRES: run by run_job.
 ScanResult scan(JobRun& run, const ScanOptions& o);
+
+// The event as JSON: `fuse list/show` rows, and the body of its alert.
+nlohmann::json event_json(const Event& e);
 
 // The figures of the three windows for one rule, for tests and `fuse show`.
 struct Windows {

@@ -10,6 +10,8 @@
 
 namespace rc::jobs::fuse {
 
+using nlohmann::json;
+
 namespace {
 
 constexpr int64_t kDayMs = 86'400'000;
@@ -122,10 +124,49 @@ std::optional<Event> evaluate(const Rule& r, const Windows& w, Millis now) {
 
 }  // namespace
 
+json event_json(const Event& e) {
+  json j{{"event", e.batch_no},
+         {"id", e.id},
+         {"activity", e.activity},
+         {"prize", e.prize.empty() ? json(nullptr) : json(e.prize)},
+         {"rule", e.rule},
+         {"kind", e.kind},
+         {"state", e.state},
+         {"decision", e.decision.empty() ? json(nullptr) : json(e.decision)},
+         {"observed_count", e.observed.count},
+         {"observed_amount", e.observed.amount},
+         {"compare_count", e.compare.count},
+         {"compare_amount", e.compare.amount},
+         {"threshold", e.threshold ? json(*e.threshold) : json(nullptr)},
+         {"reason", e.reason},
+         {"created_at", format_utc(e.created_at)}};
+  if (e.window_to) {
+    j["window_from"] = format_utc(e.window_from);
+    j["window_to"] = format_utc(e.window_to);
+  }
+  if (!e.decided_by.empty()) j["decided_by"] = e.decided_by;
+  if (!e.decision_reason.empty()) j["decision_reason"] = e.decision_reason;
+  if (e.decided_at) j["decided_at"] = format_utc(*e.decided_at);
+  return j;
+}
+
 ScanResult scan(JobRun& run, const ScanOptions& o) {
   ScanResult res;
   const Millis now = run.now();
   for (const char* k : {"rules", "tripped", "already_tripped"}) run.add(k, 0);
+  // Alerts left pending by a process that died after its commit, or by a webhook that was down.
+  if (run.dry_run()) {
+    res.alerts_pending = pending_alerts(run.store().autocommit(), now - kAlertGraceMs);
+    if (res.alerts_pending > 0) spdlog::info("dry run: {} pending alert(s) would be posted", res.alerts_pending);
+  } else {
+    res.alerts = deliver_pending(run.store(), o.post, run.actor(), now, now - kAlertGraceMs, kAlertsPerRun);
+    run.add("alerts_sent", res.alerts.sent);
+    run.add("alerts_failed", res.alerts.failed);
+    run.add("alerts_skipped", res.alerts.skipped);
+    if (res.alerts.sent + res.alerts.failed + res.alerts.skipped > 0)
+      spdlog::info("earlier alerts: {} sent, {} failed (retried by the next run), {} skipped (no [alerts] webhook)",
+                   res.alerts.sent, res.alerts.failed, res.alerts.skipped);
+  }
   auto rules = load_rules(run.store().autocommit());
   for (auto& r : rules) {
     if (!run.more()) break;
@@ -166,6 +207,7 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
                        ev->window_from, ev->window_to, store::opt(ev->threshold)})[0]
                      .i64(0);
         log_status(tx, {"fuse_event", ev->id, std::nullopt, "tripped", run.actor(), ev->reason, std::nullopt}, now);
+        ev->alert_id = queue_alert(tx, "fuse_tripped", r.activity_id, event_json(*ev), now);
         if (r.prize_id) tx.exec("UPDATE prize SET blocked = 1 WHERE id = $1", {*r.prize_id});
         ++c["tripped"];
         return 1;
@@ -183,7 +225,7 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
                   r.prize.empty() ? "scope=activity" : "prize=" + r.prize, r.name, ev->kind, ev->batch_no, ev->reason,
                   run.dry_run() ? " (dry run: nothing blocked)" : "");
     run.set_exit(Exit::findings);
-    if (!run.dry_run() && o.on_trip) o.on_trip(*ev);
+    if (!run.dry_run() && ev->alert_id) deliver_alert(run.store(), *ev->alert_id, o.post, run.actor(), now);
     res.trips.push_back(std::move(*ev));
   }
   return res;

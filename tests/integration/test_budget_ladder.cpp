@@ -209,10 +209,11 @@ TEST_CASE("ladder: 16 concurrent claimers crossing every threshold move each ste
   for (int w = 0; w < 16; ++w)
     ts.emplace_back([&, w] {
       rc::engine::EngineOptions o;
-      o.on_ladder = [&](const rc::engine::LadderMove& m) {
+      o.post_alert = [&](const json& body) {
         ++announced;
         std::lock_guard<std::mutex> l(mu);
-        hooks.push_back(std::string(rc::engine::ladder_step_name(m.to)));
+        hooks.push_back(body["to"].get<std::string>());
+        return true;
       };
       auto box = engine(db, std::nullopt, o);
       for (int i = 0; i < 8; ++i) {
@@ -232,6 +233,7 @@ TEST_CASE("ladder: 16 concurrent claimers crossing every threshold move each ste
   CHECK(announced == 3);
   std::sort(hooks.begin(), hooks.end());
   CHECK(hooks == std::vector<std::string>{"degrade", "stop", "warn"});
+  CHECK(db.count("SELECT count(*) FROM alert_outbox WHERE kind = 'budget_ladder' AND state = 'sent'") == 3);
 }
 
 TEST_CASE("ladder: a budget raise undoes the steps it brings the ratio back under, logged once") {
@@ -267,6 +269,73 @@ TEST_CASE("ladder: a budget raise undoes the steps it brings the ratio back unde
   auto show = last_json(db.ok({"activity", "show", "act", "-o", "json"}));
   CHECK(show["budget_step"] == "stop");
   CHECK(show["budget_cents"] == 1200);
+}
+
+TEST_CASE("ladder: a new definition version with other ratios moves the step where the new thresholds put it") {
+  TestDb db;
+  db.migrate();
+  seed(db, direct_ladder());
+  for (int i = 0; i < 6; ++i) claim(db, "u" + std::to_string(i), "s" + std::to_string(i), "small", 0);  // 600: warn
+  CHECK(step(db) == "warn");
+  // version 2: warn at 0.65, degrade at 0.8, stop at 0.95 - 600 of 1000 is under every one of them
+  Spec v2 = direct_ladder();
+  v2.extra.replace(v2.extra.find("[budget]"), std::string::npos, "[budget]\nwarn_at = 0.65\ndegrade_at = 0.8\nstop_at = 0.95\n");
+  auto f = write_file(db.dir(), "v2.toml", definition(v2));
+  db.ok({"activity", "update", "-f", f, "--operator", "dave"});
+  CHECK(step(db) == "warn");  // version 1 keeps running until the review switches
+  db.ok({"activity", "approve", "act", "--as", "product", "--operator", "bob"});
+  auto sw = db.ok({"activity", "approve", "act", "--as", "tech", "--operator", "carol"});
+  INFO(sw.all());
+  CHECK(step(db) == "normal");
+  CHECK(moves(db) == std::vector<std::string>{"normal->warn", "warn->normal"});
+  CHECK(db.count("SELECT warn_cents FROM budget") == 650);
+  CHECK(db.count("SELECT stop_cents FROM budget") == 950);
+  // the new thresholds decide: 700 is past warn (650), not yet degrade (800); big (300) is granted
+  // at 700, and 1000 is past stop
+  CHECK(outcome(claim(db, "u6", "s6", "small", 0)) == "granted");
+  CHECK(step(db) == "warn");
+  CHECK(outcome(claim(db, "u7", "b7", "big", 0)) == "granted");
+  CHECK(step(db) == "stop");
+  CHECK(outcome(claim(db, "u8", "f8", "free", 1)) == "rejected:budget_exhausted");
+  CHECK(moves(db) == std::vector<std::string>{"normal->warn", "warn->normal", "normal->warn", "warn->stop"});
+}
+
+TEST_CASE("ladder: list-issue plan counts only the grants the ladder allows before it stops") {
+  TestDb db;
+  db.migrate();
+  seed(db, direct_ladder());
+  std::string csv = "user_id\n";
+  for (int i = 0; i < 10; ++i) csv += "l" + std::to_string(i) + "\n";
+  const auto ten = write_file(db.dir(), "ten.csv", csv);
+  auto plan = [&](const std::string& prize, const std::string& file, std::vector<std::string> extra, int rc) {
+    std::vector<std::string> a{"list-issue", "plan", "act", file, "--prize", prize, "-o", "json", "--operator", "alice"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    auto r = db.ok(a, rc);
+    INFO(r.all());
+    return std::make_pair(last_json(r), r.err);
+  };
+  // 10 x 100 cents is exactly the authorised 1000, but stop_at 0.9 refuses every take from 900 on:
+  // 9 grants fit, not 10 - refused, nothing stored
+  auto [j, err] = plan("small", ten, {}, 65);
+  CHECK(j["budget_left"] == 1000);
+  CHECK(j["budget_grants"] == 9);
+  CHECK(j["fits"] == false);
+  CHECK(err.find("room for 9 grants") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM list_batch") == 0);
+  // the high-value prize stops at degrade_at (700): after 400 consumed, only a take starting at 400
+  for (int i = 0; i < 4; ++i) claim(db, "u" + std::to_string(i), "s" + std::to_string(i), "small", 0);
+  CHECK(plan("big", ten, {"--dry-run"}, 65).first["budget_grants"] == 1);
+  // a prize that costs nothing is not limited by the budget until stop
+  CHECK(plan("free", ten, {"--dry-run"}, 0).first["budget_grants"].is_null());
+  // --allow-partial stores it; the run issues what the ladder allows (5 more: 400 -> 900) and
+  // rejects the rest as budget_exhausted
+  auto b = plan("small", ten, {"--allow-partial"}, 0).first["batch"].get<std::string>();
+  db.ok({"list-issue", "approve", b, "--operator", "bob"});
+  db.ok({"list-issue", "run", b, "--progress", "none"}, 3);
+  CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'issued'") == 5);
+  CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'rejected' AND reason = 'budget_exhausted'") == 5);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 900);
+  CHECK(step(db) == "stop");
 }
 
 TEST_CASE("ladder: lint refuses bad thresholds naming file, line and field, and stores nothing") {

@@ -216,4 +216,6 @@ TEST_CASE("ladder hostile: an alert webhook that is down costs the crossing clai
   CHECK(r.err.find("warning: budget ladder of act: normal -> warn") != std::string::npos);
   CHECK(r.err.find("alert to http://127.0.0.1:9/alert not delivered") != std::string::npos);
   CHECK(continuous_moves(db) == std::vector<std::string>{"normal->warn"});
+  // the alert is kept for fuse-scan to retry
+  CHECK(db.count("SELECT count(*) FROM alert_outbox WHERE state = 'pending' AND attempts = 1") == 1);
 }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/alert_outbox.hpp"
 #include "core/audit.hpp"
 
 namespace rc::engine {
@@ -88,13 +89,30 @@ std::string describe(const LadderMove& m) {
   return s + ")";
 }
 
-bool move_step(store::Session& s, const LadderMove& m, const std::string& actor, const std::string& why) {
+nlohmann::json ladder_alert_body(const LadderMove& m) {
+  auto ratio = [](std::optional<int64_t> ppm) {
+    return ppm ? nlohmann::json(double(*ppm) / double(kPpm)) : nlohmann::json(nullptr);
+  };
+  return {{"activity", m.activity},
+          {"from", ladder_step_name(m.from)},
+          {"to", ladder_step_name(m.to)},
+          {"consumed_cents", m.consumed_cents},
+          {"authorised_cents", m.authorised_cents},
+          {"warn_at", ratio(m.ratios.warn)},
+          {"degrade_at", ratio(m.ratios.degrade)},
+          {"stop_at", ratio(m.ratios.stop)},
+          {"at", format_utc(m.at)},
+          {"message", describe(m)}};
+}
+
+bool move_step(store::Session& s, LadderMove& m, const std::string& actor, const std::string& why) {
   if (s.exec("UPDATE budget SET ladder_step = $2 WHERE activity_id = $1 AND ladder_step = $3",
              {m.activity_id, std::string(ladder_step_name(m.to)), std::string(ladder_step_name(m.from))}) != 1)
     return false;
   log_status(s, {"budget", m.activity_id, std::string(ladder_step_name(m.from)), ladder_step_name(m.to), actor,
                  why.substr(0, 500), std::nullopt},
              m.at);
+  if (m.up()) m.alert_id = queue_alert(s, "budget_ladder", m.activity_id, ladder_alert_body(m), m.at);
   return true;
 }
 

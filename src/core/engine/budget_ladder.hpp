@@ -14,8 +14,10 @@
 // update from the old step to the new one plus one status-log row (entity "budget", entity id = the
 // activity), in the transaction that changed consumed or authorised. The row is locked by that
 // change, so of many claims crossing a threshold at once exactly one moves the step; the log line
-// and the alert follow its commit (Engine::announce_ladder), never inside the transaction.
+// and the alert follow its commit (Engine::announce_ladder), never inside the transaction; the alert
+// is queued in the transaction (core/alert_outbox.hpp), so fuse-scan posts it if the process dies.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -53,18 +55,23 @@ struct LadderMove {
   int64_t consumed_cents = 0, authorised_cents = 0;
   LadderRatios ratios;
   Millis at = 0;
+  std::optional<int64_t> alert_id;  // going up: the alert queued with the move (core/alert_outbox.hpp)
   bool up() const { return int(to) > int(from); }
 };
+
+// The body of the "budget_ladder" alert of a move going up.
+nlohmann::json ladder_alert_body(const LadderMove& m);
 
 // "budget ladder of CODE: normal -> warn (consumed 8000 of 10000 cents, 80.00%; warn_at 0.8)"
 std::string describe(const LadderMove& m);
 // The ratio of `ppm` as people write it: 0.8
 std::string ratio_text(int64_t ppm);
 
-// Moves the stored step m.from -> m.to: one conditional update and one status-log row. False (and
-// nothing written) when the stored step was not m.from. REQUIRES: inside the transaction that
-// changed consumed or authorised, holding the budget row.
-bool move_step(store::Session& s, const LadderMove& m, const std::string& actor, const std::string& why);
+// Moves the stored step m.from -> m.to: one conditional update and one status-log row; going up,
+// it also queues the move's alert (sets m.alert_id), so a crash after the commit loses no alert.
+// False (and nothing written) when the stored step was not m.from. REQUIRES: inside the transaction
+// that changed consumed or authorised, holding the budget row.
+bool move_step(store::Session& s, LadderMove& m, const std::string& actor, const std::string& why);
 
 // After the authorised budget (or the ratios) of an activity changed in this transaction: rewrites
 // the thresholds in cents and moves the step to what the ratio now is (logged). Returns the move, if

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/alert_outbox.hpp"
 #include "core/engine/catalog.hpp"
 
 namespace rc::engine {
@@ -80,11 +81,12 @@ void Engine::announce_ladder(const LadderMove& m) {
     return;
   }
   spdlog::warn("{}", describe(m));
-  if (!opts_.on_ladder) return;
+  if (!m.alert_id) return;
   try {
-    opts_.on_ladder(m);
+    deliver_alert(st_, *m.alert_id, opts_.post_alert, opts_.actor, clock_.now_ms());
   } catch (const std::exception& e) {
-    spdlog::error("budget ladder alert of {} not sent: {}", m.activity, e.what());
+    // the claim is committed: an alert that cannot even be recorded stays pending for fuse-scan
+    spdlog::error("budget ladder alert of {} not recorded (fuse-scan retries it): {}", m.activity, e.what());
   }
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/alert_outbox.hpp"
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
 #include "core/engine/budget_ladder.hpp"
@@ -76,9 +77,9 @@ struct EngineOptions {
   int64_t resend_first_delay_ms = 60'000;
   int64_t resend_expiry_ms = 5LL * 24 * 3600 * 1000;
   int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
-  // Called after the commit of a budget ladder step move (the CLI posts the signed [alerts] webhook).
-  // Never inside a transaction; a failure to alert must not throw.
-  std::function<void(const LadderMove&)> on_ladder;
+  // Posts an alert queued by a budget ladder step move, after its commit (the CLI posts the signed
+  // [alerts] webhook). Empty: no webhook configured, the alert is recorded as skipped.
+  AlertPoster post_alert;
 };
 
 struct HeldResult;       // what became of a held grant (held.hpp)
@@ -123,7 +124,8 @@ class Engine {
   bool deliver_in(store::Tx& tx, const GrantView& g, std::string& state);
 
   // Tells people about a budget ladder step move once it is committed: one log line (WARN going up,
-  // INFO going back down) and, going up, the on_ladder hook (the alert). REQUIRES: m is committed.
+  // INFO going back down) and, going up, the alert the move queued (post_alert; a failed post is
+  // left pending for fuse-scan). REQUIRES: m is committed.
   void announce_ladder(const LadderMove& m);
 
   store::Store& store() { return st_; }

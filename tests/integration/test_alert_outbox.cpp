@@ -1,0 +1,215 @@
+// Alerts that survive a crash (core/alert_outbox.hpp): a fuse trip's and a budget ladder step's
+// alert is queued in the transaction of the change, posted after its commit, and - when that post
+// failed or the process died before it - posted by the next fuse-scan after the grace, once.
+// Without an [alerts] webhook the alert is recorded as skipped.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/alert_sink.hpp"
+#include "support/seed.hpp"
+
+using namespace rt;
+using nlohmann::json;
+
+namespace {
+
+rc::Millis at(const char* s) { return *rc::parse_rfc3339(s); }
+const rc::Millis T = at("2026-06-01T12:00:00Z");
+
+std::map<std::string, std::string> with_now(std::map<std::string, std::string> env, rc::Millis now) {
+  env["REWARDCTL_NOW"] = rc::format_utc(now);
+  return env;
+}
+
+// An [alerts] webhook on a port where nobody listens: every post is refused at once.
+std::map<std::string, std::string> down_env(const TestDb& db) {
+  return {{"REWARDCTL_CONFIG", write_file(db.dir(), "down.toml",
+                                          "[alerts]\nwebhook = \"http://127.0.0.1:9/alert\"\n"
+                                          "secret = \"env:ALERT_SECRET\"\ntimeout_ms = 500\n")},
+          {"ALERT_SECRET", "alert-secret"}};
+}
+
+// An activity whose p1 trips a max_count rule of 2 once 3 claims are in its window.
+void trip_setup(const TestDb& db) {
+  db.migrate();
+  Spec s;
+  s.extra = "[[fuse]]\nname = \"r\"\nprize = \"p1\"\nwindow_seconds = 600\nmax_count = 2\n";
+  seed(db, s);
+  auto box = engine(db, T - 60'000);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(claim(*box.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i)).status ==
+            rc::engine::Status::granted);
+}
+
+int64_t alerts_in(const TestDb& db, const std::string& state) {
+  return db.count("SELECT count(*) FROM alert_outbox WHERE state = $1", {state});
+}
+
+// A listener that accepts connections and never answers: a post to it hangs until its timeout.
+struct Silent {
+  int fd = -1, port = 0;
+  Silent() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t n = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    port = ntohs(a.sin_port);
+    REQUIRE(listen(fd, 16) == 0);
+  }
+  ~Silent() { close(fd); }
+};
+
+}  // namespace
+
+TEST_CASE("alerts: a fuse trip's alert is queued with its event, posted once and signed") {
+  TestDb db;
+  trip_setup(db);
+  AlertSink sink;
+  db.ok({"fuse-scan"}, 1, with_now(sink.env(db), T));
+  auto seen = sink.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(sink.bad_signatures == 0);
+  CHECK(seen[0]["alert"] == "fuse_tripped");
+  CHECK(seen[0]["activity"] == "act");
+  CHECK(seen[0]["prize"] == "p1");
+  CHECK(seen[0]["kind"] == "max_count");
+  CHECK(seen[0]["observed_count"] == 3);
+  CHECK(seen[0]["event"] == db.open()->query("SELECT batch_no FROM fuse_event")[0].str(0));
+  CHECK(seen[0]["alert_id"] == db.count("SELECT id FROM alert_outbox"));
+  CHECK(alerts_in(db, "sent") == 1);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'alert' AND from_state = 'pending' AND "
+                 "to_state = 'sent'") == 1);
+  // later runs, past the grace: nothing is posted twice
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), T + 120'000));
+  CHECK(sink.seen().size() == 1);
+}
+
+TEST_CASE("alerts: a trip whose webhook is down stays pending, and a fuse-scan after the grace posts it once") {
+  TestDb db;
+  trip_setup(db);
+  auto r = db.ok({"fuse-scan"}, 1, with_now(down_env(db), T));
+  CHECK(r.err.find("fuse_tripped alert") != std::string::npos);
+  CHECK(r.err.find("not sent (fuse-scan retries it)") != std::string::npos);
+  CHECK(alerts_in(db, "pending") == 1);
+  CHECK(db.count("SELECT attempts FROM alert_outbox") == 1);
+  CHECK(db.count("SELECT count(*) FROM alert_outbox WHERE last_error IS NOT NULL") == 1);
+
+  AlertSink sink;
+  // within the grace the alert is left to the process that queued it
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), T + 30'000));
+  CHECK(sink.seen().empty());
+  // a dry run past the grace names it and posts nothing
+  auto dry = db.ok({"fuse-scan", "--dry-run"}, 0, with_now(sink.env(db), T + 120'000));
+  CHECK(dry.err.find("1 pending alert(s) would be posted") != std::string::npos);
+  CHECK(sink.seen().empty());
+  CHECK(alerts_in(db, "pending") == 1);
+  // past the grace: posted, once
+  auto later = db.ok({"fuse-scan", "-o", "json"}, 0, with_now(sink.env(db), T + 120'000));
+  INFO(later.all());
+  REQUIRE(sink.seen().size() == 1);
+  CHECK(sink.seen()[0]["alert"] == "fuse_tripped");
+  CHECK(alerts_in(db, "sent") == 1);
+  CHECK(db.count("SELECT attempts FROM alert_outbox") == 2);
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'fuse-scan'") >= 3);
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), T + 240'000));
+  CHECK(sink.seen().size() == 1);
+}
+
+TEST_CASE("alerts: a claim killed with SIGKILL while it posts its ladder alert loses no alert") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.budget = 1000;
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.amount = 10;
+  s.stock = 1000;
+  s.extra = "[budget]\nwarn_at = 0.5\n";
+  seed(db, s);
+  {
+    auto box = engine(db);
+    for (int i = 0; i < 49; ++i)
+      REQUIRE(claim(*box.engine, "act", "p" + std::to_string(i), "p" + std::to_string(i)).status ==
+              rc::engine::Status::granted);
+  }
+  Silent silent;
+  const std::string cfg =
+      write_file(db.dir(), "silent.toml",
+                 "[alerts]\nwebhook = \"http://127.0.0.1:" + std::to_string(silent.port) +
+                     "/alert\"\nsecret = \"env:ALERT_SECRET\"\ntimeout_ms = 60000\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    setenv("REWARDCTL_CONFIG", cfg.c_str(), 1);
+    setenv("ALERT_SECRET", "alert-secret", 1);
+    std::vector<std::string> a{REWARDCTL_BIN, "--db", db.url(), "claim", "act", "--user", "k", "--biz-id", "k"};
+    std::vector<char*> argv;
+    for (auto& x : a) argv.push_back(x.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // the claim commits its grant, its step and its alert together, then hangs on the silent webhook
+  bool committed = false;
+  for (int i = 0; i < 600 && !committed; ++i) {
+    committed = db.count("SELECT count(*) FROM alert_outbox") == 1;
+    if (!committed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(committed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'k' AND state = 'success'") == 1);
+  CHECK(db.count("SELECT ladder_step = 'warn' FROM budget") == 1);
+  CHECK(alerts_in(db, "pending") == 1);
+
+  AlertSink sink;
+  const rc::Millis made = db.count("SELECT created_at FROM alert_outbox");
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), made + 61'000));
+  auto seen = sink.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0]["alert"] == "budget_ladder");
+  CHECK(seen[0]["from"] == "normal");
+  CHECK(seen[0]["to"] == "warn");
+  CHECK(seen[0]["consumed_cents"] == 500);
+  CHECK(alerts_in(db, "sent") == 1);
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), made + 200'000));
+  CHECK(sink.seen().size() == 1);
+}
+
+TEST_CASE("alerts: without an [alerts] webhook a ladder step's alert is recorded as skipped") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.budget = 100;
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.amount = 50;
+  s.extra = "[budget]\nwarn_at = 0.5\n";
+  seed(db, s);
+  auto r = db.ok({"claim", "act", "--user", "u", "--biz-id", "b"});
+  CHECK(r.err.find("warning: budget ladder of act: normal -> warn") != std::string::npos);
+  CHECK(alerts_in(db, "skipped") == 1);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'alert' AND to_state = 'skipped' AND "
+                 "reason = 'no [alerts] webhook configured'") == 1);
+  // nothing is left for fuse-scan
+  AlertSink sink;
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), db.count("SELECT created_at FROM alert_outbox") + 120'000));
+  CHECK(sink.seen().empty());
+}
