@@ -74,10 +74,9 @@ Exit print_change(Ctx& ctx, const live::Change& c) {
 }
 
 // Runs a change that may move the budget ladder, and posts the alert a step going up queued
-// (core/alert_outbox.hpp) once it is committed. The [alerts] table is read first: a bad one changes
-// nothing.
+// (core/alert_outbox.hpp) once it is committed; a broken [alerts] table leaves it to fuse-scan.
 Exit change_with_alert(Ctx& ctx, const std::function<live::Change(store::Store&)>& run) {
-  const AlertPoster post = alert_poster(ctx);
+  const AlertPoster post = alert_poster_or_none(ctx);
   auto st = ctx.open_store();
   const live::Change c = run(*st);
   if (c.ladder && c.ladder->alert_id && !c.dry_run)

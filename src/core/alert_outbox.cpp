@@ -21,29 +21,42 @@ int64_t queue_alert(store::Session& s, const std::string& kind, std::optional<in
 }
 
 AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post, const std::string& actor,
-                          Millis now) {
-  auto r = st.autocommit().query("SELECT kind, body FROM alert_outbox WHERE id = $1 AND state = 'pending'", {id});
+                          Millis now, bool final) {
+  auto r = st.autocommit().query("SELECT kind, body, attempts FROM alert_outbox WHERE id = $1 AND state = 'pending'",
+                                 {id});
   if (r.empty()) return AlertResult::gone;
   const std::string kind = r[0].str(0);
-  std::string to = "skipped", why = "no [alerts] webhook configured", error;
+  if (!post && !final) return AlertResult::left;
+  std::string to = "skipped", why = "no [alerts] webhook configured";
   if (post) {
     bool ok = false;
+    std::string error;
     try {
       ok = post(nlohmann::json::parse(r[0].str(1)));
-      if (!ok) error = "the [alerts] webhook did not accept it";
+      if (!ok) error = "the [alerts] webhook did not accept it (see the error line of that time)";
     } catch (const std::exception& e) {
       error = e.what();
     }
     to = "sent";
     why = "posted to the [alerts] webhook";
     if (!ok) {
-      spdlog::error("{} alert {} not sent (fuse-scan retries it): {}", kind, id, error);
+      const bool last = r[0].i64(2) + 1 >= kMaxAlertAttempts;
+      spdlog::error("{} alert {} not sent{}: {}", kind, id,
+                    last ? ", given up after " + std::to_string(kMaxAlertAttempts) + " attempts"
+                         : std::string(" (fuse-scan retries it)"),
+                    error);
+      bool moved = false;
       st.transact(store::TxMode::write, [&](store::Tx& tx) {
-        tx.exec("UPDATE alert_outbox SET attempts = attempts + 1, last_error = $2, updated_at = $3 WHERE id = $1 AND "
-                "state = 'pending'",
-                {id, error.substr(0, 500), now});
+        if (last)
+          moved = transition(tx, "alert_outbox", "alert", id, "pending", "failed", actor,
+                             "given up after " + std::to_string(kMaxAlertAttempts) + " attempts: " + error.substr(0, 300),
+                             now, ", attempts = attempts + 1, last_error = $5", {error.substr(0, 500)});
+        else
+          tx.exec("UPDATE alert_outbox SET attempts = attempts + 1, last_error = $2, updated_at = $3 WHERE id = $1 AND "
+                  "state = 'pending'",
+                  {id, error.substr(0, 500), now});
       });
-      return AlertResult::failed;
+      return moved ? AlertResult::given_up : AlertResult::retrying;
     }
   }
   bool moved = false;
@@ -56,16 +69,19 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
 }
 
 AlertCounts deliver_pending(store::Store& st, const AlertPoster& post, const std::string& actor, Millis now,
-                            Millis created_before, int64_t limit) {
+                            Millis created_before, int64_t limit, const std::function<bool()>& more) {
   AlertCounts c;
-  auto ids = st.autocommit().query(
-      "SELECT id FROM alert_outbox WHERE state = 'pending' AND created_at <= $1 ORDER BY created_at, id LIMIT $2",
-      {created_before, limit});
+  auto ids = st.autocommit().query("SELECT id FROM alert_outbox WHERE state = 'pending' AND created_at <= $1 "
+                                   "ORDER BY attempts, created_at, id LIMIT $2",
+                                   {created_before, limit});
   for (const auto& row : ids.rows) {
-    switch (deliver_alert(st, row.i64(0), post, actor, now)) {
+    if (more && !more()) break;
+    switch (deliver_alert(st, row.i64(0), post, actor, now, true)) {
       case AlertResult::sent: ++c.sent; break;
       case AlertResult::skipped: ++c.skipped; break;
-      case AlertResult::failed: ++c.failed; break;
+      case AlertResult::retrying:
+      case AlertResult::given_up: ++c.failed; break;
+      case AlertResult::left:
       case AlertResult::gone: break;
     }
   }

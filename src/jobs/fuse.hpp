@@ -54,8 +54,9 @@ struct Event {
 // A trip's alert ("alert": "fuse_tripped") is queued with its event, in the same transaction
 // (core/alert_outbox.hpp), and posted right after the commit; pending alerts of any kind older
 // than this grace (a process that died after its commit, a webhook that was down) are posted by
-// every fuse-scan run before its rules.
-constexpr Millis kAlertGraceMs = 60'000;
+// every fuse-scan run after its rules. The grace is longer than a claim's capped post (1 s) and
+// than the longest [alerts] timeout_ms an operator command waits (60 s).
+constexpr Millis kAlertGraceMs = 90'000;
 constexpr int64_t kAlertsPerRun = 100;
 
 struct ScanOptions {
@@ -76,8 +77,9 @@ struct ScanResult {
 // --limit, --max-runtime, signals): evaluates every enabled rule of every live or gray activity at
 // run.now(), one rule per chunk (an item towards --limit). A trip writes the event and its
 // status-log row and blocks the prize and queues the alert, in the chunk's transaction (rolled back
-// under --dry-run), then logs an ERROR line and posts the alert. Before the rules, alerts pending
-// for longer than kAlertGraceMs are posted (counts alerts_sent, alerts_failed, alerts_skipped). A rule with an open (tripped) event is not evaluated again until that
+// under --dry-run), then logs an ERROR line and posts the alert. After the rules, while the run may
+// go on, alerts pending for longer than kAlertGraceMs are posted, least tried first (counts
+// alerts_sent, alerts_failed, alerts_skipped). A rule with an open (tripped) event is not evaluated again until that
 // event is released. Counts: rules, tripped, already_tripped; the run's exit is findings (1) when
 // any rule tripped. REQUIRES: run by run_job.
 ScanResult scan(JobRun& run, const ScanOptions& o);

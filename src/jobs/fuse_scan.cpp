@@ -154,19 +154,6 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
   ScanResult res;
   const Millis now = run.now();
   for (const char* k : {"rules", "tripped", "already_tripped"}) run.add(k, 0);
-  // Alerts left pending by a process that died after its commit, or by a webhook that was down.
-  if (run.dry_run()) {
-    res.alerts_pending = pending_alerts(run.store().autocommit(), now - kAlertGraceMs);
-    if (res.alerts_pending > 0) spdlog::info("dry run: {} pending alert(s) would be posted", res.alerts_pending);
-  } else {
-    res.alerts = deliver_pending(run.store(), o.post, run.actor(), now, now - kAlertGraceMs, kAlertsPerRun);
-    run.add("alerts_sent", res.alerts.sent);
-    run.add("alerts_failed", res.alerts.failed);
-    run.add("alerts_skipped", res.alerts.skipped);
-    if (res.alerts.sent + res.alerts.failed + res.alerts.skipped > 0)
-      spdlog::info("earlier alerts: {} sent, {} failed (retried by the next run), {} skipped (no [alerts] webhook)",
-                   res.alerts.sent, res.alerts.failed, res.alerts.skipped);
-  }
   auto rules = load_rules(run.store().autocommit());
   for (auto& r : rules) {
     if (!run.more()) break;
@@ -225,8 +212,24 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
                   r.prize.empty() ? "scope=activity" : "prize=" + r.prize, r.name, ev->kind, ev->batch_no, ev->reason,
                   run.dry_run() ? " (dry run: nothing blocked)" : "");
     run.set_exit(Exit::findings);
-    if (!run.dry_run() && ev->alert_id) deliver_alert(run.store(), *ev->alert_id, o.post, run.actor(), now);
+    if (!run.dry_run() && ev->alert_id) deliver_alert(run.store(), *ev->alert_id, o.post, run.actor(), now, true);
     res.trips.push_back(std::move(*ev));
+  }
+  // After the rules, never before them: a webhook that hangs must not keep a run from protecting
+  // the money. Alerts left pending by a process that died after its commit, or by a webhook that
+  // was down, while the run may go on (--max-runtime, a signal, --limit).
+  if (run.dry_run()) {
+    res.alerts_pending = pending_alerts(run.store().autocommit(), now - kAlertGraceMs);
+    if (res.alerts_pending > 0) spdlog::info("dry run: {} pending alert(s) would be posted", res.alerts_pending);
+  } else if (run.more()) {
+    res.alerts = deliver_pending(run.store(), o.post, run.actor(), now, now - kAlertGraceMs, kAlertsPerRun,
+                                 [&] { return run.more(); });
+    run.add("alerts_sent", res.alerts.sent);
+    run.add("alerts_failed", res.alerts.failed);
+    run.add("alerts_skipped", res.alerts.skipped);
+    if (res.alerts.sent + res.alerts.failed + res.alerts.skipped > 0)
+      spdlog::info("earlier alerts: {} sent, {} failed (retried by the next run), {} skipped (no [alerts] webhook)",
+                   res.alerts.sent, res.alerts.failed, res.alerts.skipped);
   }
   return res;
 }

@@ -266,8 +266,8 @@ class Worker {
     }
     if (n == 0) return false;
     count();  // once the chunk is committed: a retried transaction counts once
-    for (auto& m : pending_ladder_) engine_.announce_ladder(m);  // budget ladder steps: log line, alert
     deliver_after_commit(deliver);
+    for (auto& m : pending_ladder_) engine_.announce_ladder(m);  // budget ladder steps: log line, alert
     advance(int64_t(n));
     return true;
   }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/alert_outbox.hpp"
 #include "support/alert_sink.hpp"
 #include "support/seed.hpp"
 
@@ -181,7 +182,7 @@ TEST_CASE("alerts: a claim killed with SIGKILL while it posts its ladder alert l
 
   AlertSink sink;
   const rc::Millis made = db.count("SELECT created_at FROM alert_outbox");
-  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), made + 61'000));
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), made + 91'000));
   auto seen = sink.seen();
   REQUIRE(seen.size() == 1);
   CHECK(seen[0]["alert"] == "budget_ladder");
@@ -193,7 +194,7 @@ TEST_CASE("alerts: a claim killed with SIGKILL while it posts its ladder alert l
   CHECK(sink.seen().size() == 1);
 }
 
-TEST_CASE("alerts: without an [alerts] webhook a ladder step's alert is recorded as skipped") {
+TEST_CASE("alerts: a claim without an [alerts] webhook leaves its alert to fuse-scan, whose configuration decides") {
   TestDb db;
   db.migrate();
   Spec s;
@@ -205,11 +206,78 @@ TEST_CASE("alerts: without an [alerts] webhook a ladder step's alert is recorded
   seed(db, s);
   auto r = db.ok({"claim", "act", "--user", "u", "--biz-id", "b"});
   CHECK(r.err.find("warning: budget ladder of act: normal -> warn") != std::string::npos);
+  CHECK(alerts_in(db, "pending") == 1);
+  CHECK(db.count("SELECT attempts FROM alert_outbox") == 0);
+  const rc::Millis made = db.count("SELECT created_at FROM alert_outbox");
+  // a fuse-scan with a webhook posts it
+  AlertSink sink;
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), made + 120'000));
+  REQUIRE(sink.seen().size() == 1);
+  CHECK(sink.seen()[0]["to"] == "warn");
+  // a second crossing (to stop) with fuse-scan run without a webhook either: recorded as skipped
+  db.ok({"claim", "act", "--user", "v", "--biz-id", "c"});
+  CHECK(alerts_in(db, "pending") == 1);
+  db.ok({"fuse-scan"}, 0, {{"REWARDCTL_NOW", rc::format_utc(made + 240'000)}});
   CHECK(alerts_in(db, "skipped") == 1);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'alert' AND to_state = 'skipped' AND "
                  "reason = 'no [alerts] webhook configured'") == 1);
-  // nothing is left for fuse-scan
+  CHECK(sink.seen().size() == 1);
+}
+
+TEST_CASE("alerts: a broken [alerts] table never stops a claim; its alert waits for a fuse-scan that can post") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.budget = 100;
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.amount = 50;
+  s.extra = "[budget]\nwarn_at = 0.5\n";
+  seed(db, s);
+  const std::map<std::string, std::string> bad{
+      {"REWARDCTL_CONFIG", write_file(db.dir(), "bad.toml", "[alerts]\nwebhook = \"http://127.0.0.1:9/a\"\n"
+                                                            "secret = \"env:ALERT_SECRET\"\ntimeout_ms = 0\n")},
+      {"ALERT_SECRET", "alert-secret"}};
+  auto r = db.ok({"claim", "act", "--user", "u", "--biz-id", "b", "-o", "json"}, 0, bad);
+  CHECK(last_json(r)["outcome"] == "granted");
+  CHECK(alerts_in(db, "pending") == 1);
+  // fuse-scan refuses the broken table (78), so the cron wrapper reports it; nothing is posted
+  auto f = db.ok({"fuse-scan"}, 78, bad);
+  CHECK(f.err.find("timeout_ms") != std::string::npos);
+  CHECK(alerts_in(db, "pending") == 1);
   AlertSink sink;
   db.ok({"fuse-scan"}, 0, with_now(sink.env(db), db.count("SELECT created_at FROM alert_outbox") + 120'000));
+  CHECK(sink.seen().size() == 1);
+}
+
+TEST_CASE("alerts: fuse-scan checks its rules before old alerts, and gives an alert up after 20 refusals") {
+  TestDb db;
+  trip_setup(db);
+  // an old alert that the webhook keeps refusing, 19 times already
+  {
+    auto st = db.open();
+    st->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+      rc::queue_alert(tx, "budget_ladder", std::nullopt, json{{"note", "old"}}, T - 600'000);
+      tx.exec("UPDATE alert_outbox SET attempts = 19");
+    });
+  }
+  // the webhook is down: the rule still trips (exit 1), its own alert is queued and refused, and the
+  // old one is given up
+  auto r = db.ok({"fuse-scan"}, 1, with_now(down_env(db), T));
+  INFO(r.all());
+  CHECK(db.count("SELECT count(*) FROM fuse_event") == 1);
+  CHECK(db.count("SELECT state = 'failed' FROM alert_outbox WHERE kind = 'budget_ladder'") == 1);
+  CHECK(db.count("SELECT attempts FROM alert_outbox WHERE kind = 'budget_ladder'") == 20);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'alert' AND from_state = 'pending' AND "
+                 "to_state = 'failed'") == 1);
+  CHECK(r.err.find("given up after 20 attempts") != std::string::npos);
+  CHECK(db.count("SELECT state = 'pending' FROM alert_outbox WHERE kind = 'fuse_tripped'") == 1);
+  // --max-runtime 0 would stop before any work: the rules come first, so a run limited to its rules
+  // (--limit 1, one rule) posts no old alert at all
+  AlertSink sink;
+  db.ok({"fuse-scan", "--limit", "1"}, 0, with_now(sink.env(db), T + 120'000));
   CHECK(sink.seen().empty());
+  db.ok({"fuse-scan"}, 0, with_now(sink.env(db), T + 120'000));
+  REQUIRE(sink.seen().size() == 1);
+  CHECK(sink.seen()[0]["alert"] == "fuse_tripped");
 }

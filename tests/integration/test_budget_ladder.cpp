@@ -298,6 +298,34 @@ TEST_CASE("ladder: a new definition version with other ratios moves the step whe
   CHECK(step(db) == "stop");
   CHECK(outcome(claim(db, "u8", "f8", "free", 1)) == "rejected:budget_exhausted");
   CHECK(moves(db) == std::vector<std::string>{"normal->warn", "warn->normal", "normal->warn", "warn->stop"});
+
+  // version 3 drops the ladder: its thresholds go too, and the step is normal again
+  Spec v3 = direct_ladder();
+  v3.extra.erase(v3.extra.find("[budget]"));
+  db.ok({"activity", "update", "-f", write_file(db.dir(), "v3.toml", definition(v3)), "--operator", "dave"});
+  db.ok({"activity", "approve", "act", "--as", "product", "--operator", "bob"});
+  db.ok({"activity", "approve", "act", "--as", "tech", "--operator", "carol"});
+  CHECK(db.count("SELECT count(*) FROM budget WHERE warn_ppm IS NULL AND warn_cents IS NULL AND degrade_cents IS NULL "
+                 "AND stop_cents IS NULL") == 1);
+  CHECK(step(db) == "normal");
+}
+
+TEST_CASE("ladder: a high-value draw past degrade is recorded budget_degrade even when its cost no longer fits") {
+  TestDb db;
+  db.migrate();
+  // big costs 400: after two of them (800 of 1000, past degrade at 500, under stop at 900) a third
+  // would not fit the budget either - it is still the degrade step that switched it off
+  Spec s = lottery_ladder();
+  s.extra.replace(s.extra.find("amount = 100\nstock = 100\nweight = 1\nhigh_value"), 12, "amount = 400");
+  s.extra.replace(s.extra.find("warn_at = 0.2"), 13, "warn_at = 0.3");
+  seed(db, s);
+  CHECK(claim(db, "u1", "d1", "", 0)["prize"] == "big");
+  CHECK(claim(db, "u2", "d2", "", 0)["prize"] == "big");
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 800);
+  auto j = claim(db, "u3", "d3", "", 0);
+  CHECK(j["prize"] == "thanks");
+  CHECK(j["degraded_from"] == "big");
+  CHECK(j["reason"] == "budget_degrade");
 }
 
 TEST_CASE("ladder: list-issue plan counts only the grants the ladder allows before it stops") {
@@ -336,6 +364,11 @@ TEST_CASE("ladder: list-issue plan counts only the grants the ladder allows befo
   CHECK(db.count("SELECT count(*) FROM list_item WHERE state = 'rejected' AND reason = 'budget_exhausted'") == 5);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 900);
   CHECK(step(db) == "stop");
+  // a budget near INT64_MAX: the count of grants it allows is computed without overflow
+  db.ok({"activity", "budget", "act", "--set", "9223372036854775000", "--reason", "huge"}, 0, kNoReview);
+  auto [h, herr] = plan("small", ten, {"--dry-run"}, 0);
+  CHECK(h["budget_grants"].get<int64_t>() > 1'000'000'000'000'000LL);
+  CHECK(h["fits"] == true);
 }
 
 TEST_CASE("ladder: lint refuses bad thresholds naming file, line and field, and stores nothing") {

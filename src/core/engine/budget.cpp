@@ -19,14 +19,15 @@ const std::string kReturning =
     " RETURNING authorised_cents, consumed_cents, ladder_step, warn_cents, degrade_cents, stop_cents, warn_ppm, "
     "degrade_ppm, stop_ppm";
 
-// Why a ladder take was refused: budget_degrade when only the degrade step stood in the way of a
-// high-value prize (a lottery then falls to its consolation prize), else budget_exhausted.
-std::string refusal(store::Session& s, int64_t activity_id, int64_t cost, bool high_value) {
+// Why a ladder take was refused: budget_degrade when the budget is past the degrade step (but not
+// at stop) and the prize is high-value - whether or not its cost would still have fitted: past
+// degrade a high-value prize is switched off, and a lottery records the fall to its consolation
+// prize as degraded - else budget_exhausted.
+std::string refusal(store::Session& s, int64_t activity_id, bool high_value) {
   if (!high_value) return "budget_exhausted";
-  auto r = s.query(
-      "SELECT count(*) FROM budget WHERE activity_id = $1 AND consumed_cents <= authorised_cents - $2 "
-      "AND (stop_cents IS NULL OR consumed_cents < stop_cents) AND consumed_cents >= degrade_cents",
-      {activity_id, cost});
+  auto r = s.query("SELECT count(*) FROM budget WHERE activity_id = $1 AND (stop_cents IS NULL OR consumed_cents < "
+                   "stop_cents) AND consumed_cents >= degrade_cents",
+                   {activity_id});
   return r[0].i64(0) > 0 ? "budget_degrade" : "budget_exhausted";
 }
 
@@ -55,7 +56,7 @@ std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, in
     return std::nullopt;
   }
   auto r = s.query(kLadderTake + (ladder->high_value ? kHighValue : "") + kReturning, {activity_id, cost_cents});
-  if (r.empty()) throw Rejection{refusal(s, activity_id, cost_cents, ladder->high_value)};
+  if (r.empty()) throw Rejection{refusal(s, activity_id, ladder->high_value)};
   const auto& row = r[0];
   LadderMove m;
   m.activity_id = activity_id;
@@ -87,10 +88,11 @@ std::optional<int64_t> budget_takes_left(store::Session& s, int64_t activity_id,
   if (high_value && !r[0].is_null(2)) ceiling = ceiling ? std::min(*ceiling, r[0].i64(2)) : r[0].i64(2);
   if (ceiling && consumed >= *ceiling) return 0;
   if (cost_cents <= 0) return std::numeric_limits<int64_t>::max();
-  int64_t n = authorised > consumed ? (authorised - consumed) / cost_cents : 0;
+  // in 128 bits: an authorised budget near INT64_MAX must not overflow the sums
+  __int128 n = authorised > consumed ? (__int128(authorised) - consumed) / cost_cents : 0;
   // takes start at consumed, consumed + cost, ...: those starting below the ceiling are allowed
-  if (ceiling) n = std::min(n, (*ceiling - consumed + cost_cents - 1) / cost_cents);
-  return n;
+  if (ceiling) n = std::min(n, (__int128(*ceiling) - consumed + cost_cents - 1) / cost_cents);
+  return int64_t(n);
 }
 
 int64_t budget_left_cents(store::Session& s, int64_t activity_id) {

@@ -131,7 +131,7 @@ std::optional<LadderMove> settle_ladder(store::Session& s, int64_t activity_id, 
   m.ratios = {r[0].opt_i64(2), r[0].opt_i64(3), r[0].opt_i64(4)};
   m.from = parse_ladder_step(r[0].str_or(5, "normal"));
   m.at = now;
-  if (!m.ratios.any() && m.from == LadderStep::normal) return std::nullopt;
+  // no early return without ratios: a version that drops its ladder must clear the thresholds too
   const LadderCents c = thresholds(m.authorised_cents, m.ratios);
   s.exec("UPDATE budget SET warn_cents = $2, degrade_cents = $3, stop_cents = $4 WHERE activity_id = $1",
          {activity_id, store::opt(c.warn), store::opt(c.degrade), store::opt(c.stop)});

@@ -300,8 +300,10 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   out.grant = granted;
   out.dry_run = r.dry_run;
   out.ladder = ladder;
-  if (ladder && !r.dry_run) announce_ladder(*ladder);  // committed: the log line and the alert, once
   if (r.deliver && !r.dry_run) deliver_after_commit(out);
+  // committed: the log line and the alert, once - after the user's delivery, so that a slow alert
+  // webhook never delays it (a crash before the post leaves the alert queued for fuse-scan)
+  if (ladder && !r.dry_run) announce_ladder(*ladder);
   return finish();
 }
 

@@ -170,7 +170,6 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     res.result = dry_run ? "would_grant" : "granted";
     res.state = "init";
     if (!dry_run) {
-      if (ladder) announce_ladder(*ladder);
       ClaimOutcome o;
       o.grant = granted;
       deliver_after_commit(o);
@@ -179,6 +178,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
         st_.transact(store::TxMode::write, [&](store::Tx& tx) {
           follow_held_item(tx, grant_id, "issued", "failed", "delivery failed", opts_.actor, clock_.now_ms());
         });
+      if (ladder) announce_ladder(*ladder);  // after the delivery, as a claim does
     }
     return res;
   }
