@@ -198,7 +198,7 @@ const std::string kStuck =
 // and rows whose record is gone. A broken last row is reported as broken only. The two dialects
 // get the pass in their cheapest form (status_log_postgres, kChainSqlite below).
 const std::string kLoggedEntities =
-    "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event')";
+    "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event', 'budget', 'alert')";
 // The key of a logged record that is in scope (NULL when it is missing or outside --activity).
 const std::string kKeyOf =
     "CASE x.entity "
@@ -211,7 +211,10 @@ const std::string kKeyOf =
     "WHEN 'import_run' THEN (SELECT i.import_id FROM import_run i WHERE i.id = x.entity_id AND i.activity_id IN " +
     kActIds + ") "
     "WHEN 'fuse_event' THEN (SELECT f.batch_no FROM fuse_event f WHERE f.id = x.entity_id AND f.activity_id IN " +
-    kActIds + ") END";
+    kActIds + ") "
+    "WHEN 'budget' THEN (SELECT a.code FROM activity a WHERE a.id = x.entity_id AND " + kAct + ") "
+    "WHEN 'alert' THEN (SELECT 'alert ' || o.id FROM alert_outbox o WHERE o.id = x.entity_id AND "
+    "(CAST(:activity AS TEXT) IS NULL OR o.activity_id IN " + kActIds + ")) END";
 
 // A kind of logged record for the last-row join: its table (aliased t), its key, its state, whether
 // a record in --activity's scope (given that t exists), and whether it must have a log row.
@@ -243,6 +246,12 @@ const std::vector<LoggedKind> kLoggedKinds = {
      "EXISTS (SELECT 1 FROM grants g WHERE g.id = t.grant_id AND g.activity_id IN " + kActIds + ")", true},
     {"import_run", "import_run t", "t.import_id", "t.state", "t.activity_id IN " + kActIds, true},
     {"fuse_event", "fuse_event t", "t.batch_no", "t.state", "t.activity_id IN " + kActIds, true},
+    // the budget ladder's step (entity id = the activity): a budget that never moved has no row, and
+    // its first move starts at normal (checked as a qualification's first row is: not at all)
+    {"budget", "(SELECT b.activity_id AS id, b.ladder_step FROM budget b) t",
+     "(SELECT a.code FROM activity a WHERE a.id = t.id)", "t.ladder_step", "t.id IN " + kActIds, false},
+    {"alert", "alert_outbox t", "'alert ' || t.id", "t.state",
+     "(CAST(:activity AS TEXT) IS NULL OR t.activity_id IN " + kActIds + ")", true},
 };
 // The last rows and broken links, as x (entity, entity_id, id, from_state, to_state, prev_to, n: the
 // record's row count on a last row, last, broken), for SQLite (below). PostgreSQL reads the chain
@@ -258,7 +267,7 @@ const std::string kChainSqlite =
     "FROM status_log p WHERE p.entity = l.entity AND p.entity_id = l.entity_id AND p.id < l.id ORDER BY p.id DESC "
     "LIMIT 1) AS prev_to FROM status_log l WHERE l.entity IN " + kLoggedEntities + " AND coalesce(l.from_state, '') <> "
     "coalesce((SELECT p.to_state FROM status_log p WHERE p.entity = l.entity AND p.entity_id = l.entity_id AND "
-    "p.id < l.id ORDER BY p.id DESC LIMIT 1), CASE WHEN l.entity = 'qualification' THEN coalesce(l.from_state, '') "
+    "p.id < l.id ORDER BY p.id DESC LIMIT 1), CASE WHEN l.entity IN ('qualification', 'budget') THEN coalesce(l.from_state, '') "
     "ELSE '' END)), "
     "m AS (SELECT l.entity, l.entity_id, max(l.id) AS id, l.to_state, count(*) AS n FROM status_log l "
     "WHERE l.entity IN " + kLoggedEntities + " GROUP BY l.entity, l.entity_id), "

@@ -281,3 +281,38 @@ TEST_CASE("alerts: fuse-scan checks its rules before old alerts, and gives an al
   REQUIRE(sink.seen().size() == 1);
   CHECK(sink.seen()[0]["alert"] == "fuse_tripped");
 }
+
+TEST_CASE("alerts: reconcile follows the budget ladder's and the alerts' status-log chains") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.budget = 100;
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.amount = 50;
+  s.extra = "[budget]\nwarn_at = 0.5\n";
+  seed(db, s);
+  AlertSink sink;
+  db.ok({"claim", "act", "--user", "u", "--biz-id", "b"}, 0, sink.env(db));
+  REQUIRE(sink.seen().size() == 1);
+  db.ok({"reconcile", "--checks", "status_log"});
+  auto diffs = [&](const std::string& entity, const std::string& key) {
+    auto r = db.ok({"reconcile", "--checks", "status_log", "-o", "json"}, 1);
+    int n = 0;
+    for (auto& l : lines(r.out)) {
+      auto j = json::parse(l);
+      if (j["type"] == "diff" && j["entity"] == entity && j["key"] == key) ++n;
+    }
+    return n;
+  };
+  auto st = db.open();
+  // a step moved without its log row
+  st->exec("UPDATE budget SET ladder_step = 'degrade'");
+  CHECK(diffs("budget", "act") == 1);
+  st->exec("UPDATE budget SET ladder_step = 'warn'");
+  // an alert marked sent without its log row
+  st->exec("DELETE FROM status_log WHERE entity = 'alert' AND to_state = 'sent'");
+  CHECK(diffs("alert", "alert " + std::to_string(db.count("SELECT id FROM alert_outbox"))) == 1);
+  st->exec("UPDATE alert_outbox SET state = 'pending'");
+  db.ok({"reconcile", "--checks", "status_log"});
+}
