@@ -72,6 +72,19 @@ struct Silent {
   ~Silent() { close(fd); }
 };
 
+// A live activity `act` with a budget of 100 cents, 50 cents a claim, and the ladder `ratios`
+// (a [budget] table body): each claim crosses a step.
+void seed_small_ladder(const TestDb& db, const std::string& ratios) {
+  db.migrate();
+  Spec s;
+  s.budget = 100;
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.amount = 50;
+  s.extra = "[budget]\n" + ratios;
+  seed(db, s);
+}
+
 }  // namespace
 
 TEST_CASE("alerts: a fuse trip's alert is queued with its event, posted once and signed") {
@@ -196,14 +209,7 @@ TEST_CASE("alerts: a claim killed with SIGKILL while it posts its ladder alert l
 
 TEST_CASE("alerts: a claim without an [alerts] webhook leaves its alert to fuse-scan, whose configuration decides") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.budget = 100;
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.amount = 50;
-  s.extra = "[budget]\nwarn_at = 0.5\nstop_at = 1\n";
-  seed(db, s);
+  seed_small_ladder(db, "warn_at = 0.5\nstop_at = 1\n");
   auto r = db.ok({"claim", "act", "--user", "u", "--biz-id", "b"});
   CHECK(r.err.find("warning: budget ladder of act: normal -> warn") != std::string::npos);
   CHECK(alerts_in(db, "pending") == 1);
@@ -226,14 +232,7 @@ TEST_CASE("alerts: a claim without an [alerts] webhook leaves its alert to fuse-
 
 TEST_CASE("alerts: a broken [alerts] table never stops a claim, and its alert waits for a fuse-scan that can post") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.budget = 100;
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.amount = 50;
-  s.extra = "[budget]\nwarn_at = 0.5\n";
-  seed(db, s);
+  seed_small_ladder(db, "warn_at = 0.5\n");
   const std::map<std::string, std::string> bad{
       {"REWARDCTL_CONFIG", write_file(db.dir(), "bad.toml", "[alerts]\nwebhook = \"http://127.0.0.1:9/a\"\n"
                                                             "secret = \"env:ALERT_SECRET\"\ntimeout_ms = 0\n")},
@@ -284,14 +283,7 @@ TEST_CASE("alerts: fuse-scan checks its rules before old alerts, and gives an al
 
 TEST_CASE("alerts: reconcile follows the budget ladder's and the alerts' status-log chains") {
   TestDb db;
-  db.migrate();
-  Spec s;
-  s.budget = 100;
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.amount = 50;
-  s.extra = "[budget]\nwarn_at = 0.5\n";
-  seed(db, s);
+  seed_small_ladder(db, "warn_at = 0.5\n");
   AlertSink sink;
   db.ok({"claim", "act", "--user", "u", "--biz-id", "b"}, 0, sink.env(db));
   REQUIRE(sink.seen().size() == 1);
