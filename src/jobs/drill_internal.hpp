@@ -1,6 +1,6 @@
 #pragma once
 // drill's internals shared by drill.cpp (scratch database, copies of the definition, the run) and
-// drill_checks.cpp (one function per check).
+// drill_checks.cpp, drill_lottery.cpp and drill_fuse.cpp (one function per check).
 #include <atomic>
 #include <functional>
 #include <map>
@@ -74,7 +74,21 @@ void lift_stock(activity::Definition& d, int64_t stock);
 void lift_budget(activity::Definition& d);
 void drop_limits(activity::Definition& d);
 
+// What the checks share (drill_check_util.cpp): a claim request without delivery; a check's
+// result (pass or fail) or n/a; grants and remaining stock per prize of one drill copy; whether a
+// claim can end on a prize (a lottery: weighted or the consolation prize).
+engine::ClaimRequest request(const std::string& code, const std::string& user, const std::string& biz);
+Check result(bool pass, std::string detail, nlohmann::json figures = nlohmann::json::object());
+Check not_applicable(std::string why);
+struct PrizeBook {
+  int64_t granted = 0, remain = 0, total = 0, degraded = 0;
+};
+std::map<std::string, PrizeBook> books(Drill& x, const std::string& code);
+bool reachable(const activity::Definition& d, const activity::PrizeDef& p);
+
 // One function per check; each returns its Check (name, result, detail, figures).
+// (oversell, idempotency, limits, budget, expiry, peak, reconcile: drill_checks.cpp; lottery:
+// drill_lottery.cpp; fuse: drill_fuse.cpp)
 Check check_oversell(Drill& x);
 Check check_idempotency(Drill& x);
 Check check_limits(Drill& x);
