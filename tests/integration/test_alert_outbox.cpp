@@ -3,7 +3,6 @@
 // failed or the process died before it - posted by the next fuse-scan after the grace, once.
 // Without an [alerts] webhook the alert is recorded as skipped.
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 
 #include "core/alert_outbox.hpp"
 #include "support/alert_sink.hpp"
+#include "support/jobs.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -163,26 +163,10 @@ TEST_CASE("alerts: a claim killed with SIGKILL while it posts its ladder alert l
       write_file(db.dir(), "silent.toml",
                  "[alerts]\nwebhook = \"http://127.0.0.1:" + std::to_string(silent.port) +
                      "/alert\"\nsecret = \"env:ALERT_SECRET\"\ntimeout_ms = 60000\n");
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    setenv("REWARDCTL_CONFIG", cfg.c_str(), 1);
-    setenv("ALERT_SECRET", "alert-secret", 1);
-    std::vector<std::string> a{REWARDCTL_BIN, "--db", db.url(), "claim", "act", "--user", "k", "--biz-id", "k"};
-    std::vector<char*> argv;
-    for (auto& x : a) argv.push_back(x.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  pid_t pid = spawn(db, {"claim", "act", "--user", "k", "--biz-id", "k"},
+                    {{"REWARDCTL_CONFIG", cfg}, {"ALERT_SECRET", "alert-secret"}});
   // the claim commits its grant, its step and its alert together, then hangs on the silent webhook
-  bool committed = false;
-  for (int i = 0; i < 600 && !committed; ++i) {
-    committed = db.count("SELECT count(*) FROM alert_outbox") == 1;
-    if (!committed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool committed = wait_for(db, "SELECT count(*) FROM alert_outbox", 1);
   REQUIRE(committed);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   kill(pid, SIGKILL);
