@@ -1,13 +1,19 @@
-// bench/claim: claims per second of rewardctl's full claim flow (Engine::claim) against the storage
-// engine's raw two-statement claim (UPDATE stock ... WHERE remain > 0, INSERT with a unique biz_id,
-// COMMIT), measured in the same run, on SQLite and PostgreSQL, at 1, 4 and 16 workers, on one hot
-// prize and spread over 16 stock buckets. Prints a table; the ratio core/raw is what to compare
-// between runs (absolute figures depend on the machine).
+// bench/claim: claims per second of rewardctl's full claim flow (Engine::claim) against what the
+// storage engine itself can do, measured in the same run, on SQLite and PostgreSQL, at 1, 4 and 16
+// workers, on one hot prize and spread over 16 stock buckets. Two baselines:
+//   raw: the minimal two-statement claim (UPDATE stock ... WHERE remain > 0, INSERT with a unique
+//        biz_id, COMMIT) - what "no oversell, one grant per biz_id" costs at the very least;
+//   raw equivalent: every row a delivered ledger claim writes (limit counter, grant, its status-log
+//        rows, budget, stock, bill, ledger entry and account), written by hand with prepared
+//        statements in one transaction - the minimum the database must do for what core+ledger does.
+// The activity has a budget and a per-user daily limit, so the core writes the same rows. Prints a
+// table, or with -o json one JSON object per cell; the ratios are what to compare between runs
+// (absolute figures depend on the machine).
 //
-//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder]
+//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [-o json]
 // --ladder: instead, the cost of the budget ladder - the same claims on an activity with a budget,
 // without and with a ladder (thresholds never reached), 16 stock buckets; ratio ladder / budget.
-// PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG (scripts/bench starts one).
+// PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG (or start one with scripts/pgtmp.sh).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -34,16 +40,21 @@ struct Target {
   std::string name;  // sqlite | postgres
   std::string url;   // for workers
   std::string schema;
+  int64_t activity_id = 0, prize_id = 0;  // the bench activity's, for the raw equivalent
 };
 
 double g_seconds = 3.0;
 
-// budget: "" (none), "plain" (a budget never exhausted), "ladder" (the same with a budget ladder)
+constexpr int64_t kBudgetCents = 1000000000000000;
+
+// budget: "" (none), "plain" (a budget never exhausted), "ladder" (the same with a budget ladder),
+// "limited" (a budget and a per-user daily limit: the main table's activity)
 std::string definition(int buckets, const std::string& budget = "") {
   return "code = \"bench\"\nname = \"bench\"\nkind = \"direct\"\ntimezone = \"UTC\"\n"
          "start = \"2020-01-01T00:00:00Z\"\nend = \"2099-01-01T00:00:00Z\"\n" +
-         std::string(budget.empty() ? "" : "budget_cents = 1000000000000000\n") +
+         std::string(budget.empty() ? "" : "budget_cents = " + std::to_string(kBudgetCents) + "\n") +
          (budget == "ladder" ? "[budget]\nwarn_at = 0.8\ndegrade_at = 0.9\nstop_at = 1.0\n" : "") +
+         (budget == "limited" ? "[limit]\ncount = 1\nperiod = \"day\"\n" : "") +
          "[items.coupon]\nkind = \"coupon\"\nunit_cost_cents = 100\nchannel = \"ledger\"\n"
          "[[prizes]]\ncode = \"p\"\nitem = \"coupon\"\namount = 1\nstock = 100000000\nstock_buckets = " +
          std::to_string(buckets) + "\n";
@@ -91,6 +102,9 @@ Target fresh(const std::string& backend, const std::string& pg, int buckets, int
         ", biz_id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL, bucket INTEGER NOT NULL, created_at BIGINT NOT NULL)");
     for (int b = 0; b < 16; ++b) tx.exec("INSERT INTO raw_stock (bucket, remain) VALUES ($1, 100000000)", {int64_t(b)});
   });
+  auto ids = s->autocommit().query("SELECT a.id, p.id FROM activity a JOIN prize p ON p.activity_id = a.id", {});
+  t.activity_id = ids[0].i64(0);
+  t.prize_id = ids[0].i64(1);
   return t;
 }
 
@@ -169,6 +183,60 @@ double run_raw(const Target& t, int workers, bool spread) {
   });
 }
 
+// The raw equivalent of a delivered ledger claim: the rows Engine::claim with the ledger channel
+// writes, in the order it writes them, by hand-written prepared statements in one transaction, with
+// no reads and no checks beyond the conditional updates that keep the invariants (limit, budget,
+// stock). Grant and bill go straight to their final state; both status-log rows in one statement.
+double run_raw_equivalent(const Target& t, int workers, bool spread) {
+  return measure(workers, [&](int w) {
+    auto st = std::shared_ptr<store::Store>(open(t));
+    std::string prefix = "q" + std::to_string(w) + "_";
+    int64_t bucket = spread ? w % 16 : 0;
+    const Target tt = t;
+    return [st, prefix, bucket, tt](int64_t i) {
+      bool ok = false;
+      const std::string user = prefix + std::to_string(i);
+      const std::string bill = "B" + user, scope = "a:" + std::to_string(tt.activity_id);
+      st->transact(store::TxMode::write, [&](store::Tx& tx) {
+        ok = tx.exec("INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) VALUES ($1, $2, "
+                     "'2026-12-01', 1, $3) ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = "
+                     "limit_counter.used + 1, updated_at = excluded.updated_at WHERE limit_counter.used < 1",
+                     {scope, user, i}) == 1;
+        if (!ok) return tx.rollback_only();
+        auto g = tx.query(
+            "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, bucket, "
+            "pool_version, channel, bill_no, created_at, updated_at) VALUES ($1, $2, $3, $4, $2, 1, 100, 'success', $5, 1, "
+            "'ledger', $6, $7, $7) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
+            {"R" + user, user, tt.activity_id, tt.prize_id, bucket, bill, i});
+        ok = !g.empty();
+        if (!ok) return tx.rollback_only();
+        const int64_t id = g[0].i64(0);
+        tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, created_at) VALUES "
+                "('grant', $1, NULL, 'init', 'bench', 'claim', $2), ('grant', $1, 'init', 'success', 'bench', "
+                "'ledger credited', $2)",
+                {id, i});
+        ok = tx.exec("UPDATE budget SET consumed_cents = consumed_cents + 100 WHERE activity_id = $1 AND "
+                     "consumed_cents <= authorised_cents - 100",
+                     {tt.activity_id}) == 1 &&
+             tx.exec("UPDATE stock SET remain = remain - 1 WHERE prize_id = $1 AND bucket = $2 AND remain > 0",
+                     {tt.prize_id, bucket}) == 1;
+        if (!ok) return tx.rollback_only();
+        tx.exec("INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, "
+                "last_message, created_at, updated_at) VALUES ($1, $2, 'ledger', 1, 'success', 1, '0', 'credited', $3, $3)",
+                {bill, id, i});
+        tx.exec("INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'credit', $2, "
+                "'coupon:coupon', 1, $3)",
+                {bill, user, i});
+        tx.exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, 'coupon:coupon', 1, $2) "
+                "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
+                "updated_at = excluded.updated_at",
+                {user, i});
+      });
+      return ok;
+    };
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,7 +244,7 @@ int main(int argc, char** argv) {
   std::string pg;
   if (const char* e = std::getenv("REWARDCTL_BENCH_PG")) pg = e;
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;
-  bool do_pg = true, do_sqlite = true, ladder = false;
+  bool do_pg = true, do_sqlite = true, ladder = false, json = false;
   std::vector<int> workers{1, 4, 16};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -185,6 +253,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-pg") do_pg = false;
     else if (a == "--no-sqlite") do_sqlite = false;
     else if (a == "--ladder") ladder = true;
+    else if ((a == "-o" || a == "--output") && i + 1 < argc && std::string(argv[i + 1]) == "json") json = (++i, true);
     else if (a == "--workers" && i + 1 < argc) {
       workers.clear();
       std::stringstream ss(argv[++i]);
@@ -192,7 +261,8 @@ int main(int argc, char** argv) {
       while (std::getline(ss, x, ',')) workers.push_back(std::atoi(x.c_str()));
     } else {
       std::fprintf(stderr,
-                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder]\n");
+                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] "
+                   "[-o json]\n");
       return 64;
     }
   }
@@ -230,31 +300,44 @@ int main(int argc, char** argv) {
                 "ladder: the same activity with [budget] warn_at/degrade_at/stop_at (never reached).\n");
     return 0;
   }
-  std::printf("%-9s %-17s %7s %10s %10s %13s %11s %14s\n", "backend", "scenario", "workers", "core/s", "raw/s",
-              "core+ledger/s", "core/raw", "core/raw 1-row");
+  if (!json)
+    std::printf("%-9s %-17s %7s %9s %9s %13s %12s %11s %9s %14s\n", "backend", "scenario", "workers", "core/s",
+                "raw/s", "core+ledger/s", "raw-equiv/s", "ledger/req", "core/raw", "core/raw 1-row");
   int run = 0;
   std::map<std::pair<std::string, int>, double> raw_hot;
   for (auto& b : backends) {
     for (int buckets : {1, 16}) {
       for (int w : workers) {
-        auto t = fresh(b, pg, buckets, run++);
+        auto t = fresh(b, pg, buckets, run++, "limited");
         double raw = run_raw(t, w, buckets > 1);
         double core = run_core(t, w, false);
+        double req = run_raw_equivalent(t, w, buckets > 1);
         double full = run_core(t, w, true);
         drop(t, pg);
         if (buckets == 1) raw_hot[{b, w}] = raw;
         double hot = raw_hot[{b, w}];
-        std::printf("%-9s %-17s %7d %10.0f %10.0f %13.0f %11.2f %14.2f\n", b.c_str(),
-                    buckets == 1 ? "one hot prize" : "16 stock buckets", w, core, raw, full, raw > 0 ? core / raw : 0,
-                    hot > 0 ? core / hot : 0);
+        const char* scenario = buckets == 1 ? "one hot prize" : "16 stock buckets";
+        if (json)
+          std::printf("{\"backend\":\"%s\",\"scenario\":\"%s\",\"workers\":%d,\"core_per_s\":%.0f,"
+                      "\"core_ledger_per_s\":%.0f,\"raw_per_s\":%.0f,\"raw_equivalent_per_s\":%.0f,"
+                      "\"core_ledger_over_raw_equivalent\":%.3f,\"core_over_raw\":%.3f}\n",
+                      b.c_str(), scenario, w, core, full, raw, req, req > 0 ? full / req : 0, raw > 0 ? core / raw : 0);
+        else
+          std::printf("%-9s %-17s %7d %9.0f %9.0f %13.0f %12.0f %11.2f %9.2f %14.2f\n", b.c_str(), scenario, w, core,
+                      raw, full, req, req > 0 ? full / req : 0, raw > 0 ? core / raw : 0, hot > 0 ? core / hot : 0);
         std::fflush(stdout);
       }
     }
   }
-  std::printf("\nraw: UPDATE stock ... remain > 0 + INSERT unique biz_id + COMMIT (16 buckets: one bucket per worker).\n"
-              "core: Engine::claim, steps 1-8 of the common flow, one transaction, no delivery.\n"
-              "core+ledger: the same plus delivery through the in-database ledger channel (a second transaction).\n"
-              "ratio = core / raw. Targets (DESIGN 8): PostgreSQL hot prize 16 workers >= 0.7; buckets >= 2.5 x the\n"
-              "raw single-row claim; SQLite >= 0.4.\n");
+  if (!json)
+    std::printf(
+        "\nactivity: direct, budget and a per-user daily limit, one prize delivered by the ledger channel.\n"
+        "raw: UPDATE stock ... remain > 0 + INSERT unique biz_id + COMMIT (16 buckets: one bucket per worker).\n"
+        "core: Engine::claim, steps 1-8 of the common flow, one transaction, no delivery.\n"
+        "raw-equiv: the rows core+ledger writes (limit counter, grant, 2 status-log rows, budget, stock, bill,\n"
+        "  ledger entry, account) by prepared statements in one transaction, no reads.\n"
+        "core+ledger: Engine::claim delivered through the in-database ledger, in the claim's own transaction.\n"
+        "ledger/req = core+ledger / raw-equiv (goal >= 0.8); core/raw = core / raw. Targets (DESIGN 8): PostgreSQL\n"
+        "hot prize 16 workers >= 0.7; buckets >= 2.5 x the raw single-row claim; SQLite >= 0.4.\n");
   return 0;
 }

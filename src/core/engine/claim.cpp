@@ -262,6 +262,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
         granted = std::move(step.grant);
         ladder = std::move(step.ladder);
         if (r.dry_run) tx.rollback_only();
+        // 9. a channel in the database delivers in this transaction: one commit for both
+        else if (r.deliver) deliver_in(tx, *granted);
       } else {
         twin = step.kind == StepResult::twin;
         out.reason = step.reason;
@@ -300,7 +302,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   out.grant = granted;
   out.dry_run = r.dry_run;
   out.ladder = ladder;
-  if (r.deliver && !r.dry_run) deliver_after_commit(out);
+  // 9. a remote channel (webhook) delivers after the commit; an in-database one already has
+  if (r.deliver && !r.dry_run && out.grant->state == "init") deliver_after_commit(out);
   // committed: the log line and the alert, once - after the user's delivery, so that a slow alert
   // webhook never delays it (a crash before the post leaves the alert queued for fuse-scan)
   if (ladder && !r.dry_run) announce_ladder(*ladder);

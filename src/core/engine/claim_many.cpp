@@ -64,7 +64,7 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
     }
     // Delivery inside the same transaction when the channel is in the database; a replay left in
     // init by a crash after its commit is delivered now too.
-    if (r.deliver && out.grant && out.grant->state == "init") deliver_in(tx, *out.grant, out.grant->state);
+    if (r.deliver && out.grant) deliver_in(tx, *out.grant);
     out.duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     spdlog::debug("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,

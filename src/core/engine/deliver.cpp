@@ -8,6 +8,7 @@
 
 #include "core/audit.hpp"
 #include "core/engine/bill.hpp"
+#include "core/engine/deliver_inline.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
 #include "core/engine/release.hpp"
@@ -88,14 +89,15 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
   return true;
 }
 
-bool Engine::deliver_in(store::Tx& tx, const GrantView& g, std::string& state) {
-  if (g.state != "init") return false;
+bool Engine::deliver_in(store::Tx& tx, GrantView& g) {
+  if (g.state != "init" || g.bill_no) return false;
   auto ch = opts_.channels.find(g.channel);
-  if (ch == opts_.channels.end() || (ch->second.type != "ledger" && ch->second.type != "outbox")) return false;
-  Phase1 p;
-  if (!deliver_phase1(tx, g.id, p)) return false;
-  state = p.out.state;
-  return true;
+  if (ch == opts_.channels.end()) return false;
+  const std::string& type = ch->second.type;
+  if (type != "ledger" && type != "outbox") return false;
+  return deliver_inline(tx, type == "ledger" ? InlineChannel::ledger : InlineChannel::outbox, g, opts_.actor,
+                        clock_.now_ms())
+      .has_value();
 }
 
 DeliveryOutcome Engine::deliver(int64_t grant_id) {

@@ -13,7 +13,9 @@
 //   8 budget, then stock: conditional updates on the hot rows, last, so their locks are held for
 //     the shortest time   budget, stock
 //   all of 1-8 in one transaction; then
-//   9 delivery after commit: init -> issuing with a persisted bill number, then the channel   deliver
+//   9 delivery: a channel in the database (ledger, outbox) in that same transaction, init -> success
+//     | awaiting_external, one commit for all   deliver_inline; a remote channel (webhook) after
+//     commit: init -> issuing with a persisted bill number, then the call   deliver
 // After the claim: reversal (reversal.hpp), the outbox's answer (completion.hpp), reads (grant_view.hpp).
 #include <cstdint>
 #include <functional>
@@ -118,10 +120,11 @@ class Engine {
   std::vector<ClaimOutcome> claim_many(store::Tx& tx, const std::vector<ClaimRequest>& rs);
 
   // Delivers grant g inside the caller's transaction tx when its channel is in the database
-  // (ledger, outbox): true, with the grant's state afterwards in `state`. False, with nothing
-  // written, for a channel outside the database (webhook: deliver() it after commit) or a grant that
-  // is not in init. REQUIRES: g was read or written in tx.
-  bool deliver_in(store::Tx& tx, const GrantView& g, std::string& state);
+  // (ledger, outbox): one conditional move init -> success | awaiting_external with everything that
+  // follows from it (deliver_inline.hpp). True, with g's state and bill number updated. False, with
+  // nothing written, for a channel outside the database (webhook: deliver() it after commit) or a
+  // grant that is not in init. REQUIRES: g was read or written in tx.
+  bool deliver_in(store::Tx& tx, GrantView& g);
 
   // Tells people about a budget ladder step move once it is committed: one log line (WARN going up,
   // INFO going back down) and, going up, the alert the move queued (post_alert; a failed post is

@@ -1,0 +1,80 @@
+#include "support/fault_store.hpp"
+
+namespace rt {
+
+using rc::store::Params;
+using rc::store::Result;
+
+class FaultStore::FaultTx : public rc::store::Tx {
+ public:
+  FaultTx(FaultStore& fs, rc::store::Tx& inner) : fs_(fs), inner_(inner) {}
+  rc::store::Dialect dialect() const override { return inner_.dialect(); }
+  Result query(const std::string& sql, const Params& params) override {
+    fs_.step(sql);
+    return inner_.query(sql, params);
+  }
+  void exec_script(const std::string& sql) override {
+    fs_.step(sql);
+    inner_.exec_script(sql);
+  }
+  rc::store::Tx& inner() { return inner_; }
+
+ private:
+  FaultStore& fs_;
+  rc::store::Tx& inner_;
+};
+
+class FaultStore::FaultSession : public rc::store::Session {
+ public:
+  FaultSession(FaultStore& fs, rc::store::Session& inner) : fs_(fs), inner_(inner) {}
+  rc::store::Dialect dialect() const override { return inner_.dialect(); }
+  Result query(const std::string& sql, const Params& params) override {
+    fs_.step(sql);
+    return inner_.query(sql, params);
+  }
+  void exec_script(const std::string& sql) override {
+    fs_.step(sql);
+    inner_.exec_script(sql);
+  }
+
+ private:
+  FaultStore& fs_;
+  rc::store::Session& inner_;
+};
+
+FaultStore::FaultStore(std::unique_ptr<rc::store::Store> inner, int64_t fail_at)
+    : Store(0), inner_(std::move(inner)), fail_at_(fail_at) {}
+
+FaultStore::~FaultStore() = default;
+
+void FaultStore::step(const std::string& sql) {
+  ++count_;
+  if (fired_ || (fail_at_ > 0 && count_ >= fail_at_)) {
+    fired_ = true;
+    throw rc::Error(rc::Exit::unavailable, "injected fault at statement " + std::to_string(count_) + ": " +
+                                               sql.substr(0, 60));
+  }
+}
+
+void FaultStore::transact(rc::store::TxMode mode, const std::function<void(rc::store::Tx&)>& fn) {
+  if (fired_) step("BEGIN");
+  inner_->transact(mode, [&](rc::store::Tx& tx) {
+    FaultTx ft(*this, tx);
+    fn(ft);
+    if (ft.rollback_requested()) tx.rollback_only();
+  });
+}
+
+rc::store::Session& FaultStore::autocommit() {
+  if (!auto_) auto_ = std::make_unique<FaultSession>(*this, inner_->autocommit());
+  return *auto_;
+}
+
+std::unique_ptr<rc::store::BulkWriter> FaultStore::bulk_writer(rc::store::Tx& tx, const std::string& table,
+                                                               const std::vector<std::string>& columns) {
+  step("COPY " + table);
+  auto* ft = dynamic_cast<FaultTx*>(&tx);
+  return inner_->bulk_writer(ft ? ft->inner() : tx, table, columns);
+}
+
+}  // namespace rt
