@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <thread>
 #include <unordered_map>
@@ -132,6 +133,22 @@ class SqliteSession : public Tx {
   const std::string& path_;
 };
 
+// Process-wide SQLite settings, set once before the library initialises (sqlite3_config refuses
+// them afterwards; then SQLite's defaults stay, which are correct, only slower).
+// A savepoint journals every page it changes; SQLite keeps that statement journal in memory only
+// up to 64 KiB and then writes it to a temporary file. list-issue takes a savepoint per user, each
+// changing ~20 pages, so every user cost a temporary file of its own (about 40 pwrite calls per
+// user). 8 MiB keeps any one savepoint's journal in memory.
+void configure_sqlite_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, 8 << 20);
+    // No allocation statistics: nothing reads them, and keeping them takes a global mutex on
+    // every allocation, shared by every connection of the process.
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  });
+}
+
 class SqliteStore : public Store {
  public:
   SqliteStore(const std::string& path, const StoreOptions& o) : Store(o.retries), path_(path), opts_(o) {
@@ -151,6 +168,7 @@ class SqliteStore : public Store {
       open_read_only();
       return;
     }
+    configure_sqlite_once();
     try {
       int flags = SQLite::OPEN_READWRITE | (o.create_if_missing ? SQLite::OPEN_CREATE : 0);
       db_ = std::make_unique<SQLite::Database>(path, flags, o.busy_timeout_ms);
