@@ -49,6 +49,7 @@ FaultStore::~FaultStore() = default;
 
 void FaultStore::step(const std::string& sql) {
   ++count_;
+  log_.push_back(sql);
   if (fired_ || (fail_at_ > 0 && count_ >= fail_at_)) {
     fired_ = true;
     throw rc::Error(rc::Exit::unavailable, "injected fault at statement " + std::to_string(count_) + ": " +

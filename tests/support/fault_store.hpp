@@ -7,6 +7,8 @@
 // statement it stops at (test_fault_every_statement.cpp).
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/store/store.hpp"
 
@@ -20,6 +22,7 @@ class FaultStore : public rc::store::Store {
 
   int64_t statements() const { return count_; }  // statements started, the failed one included
   bool fired() const { return fired_; }
+  const std::vector<std::string>& log() const { return log_; }  // every statement started, in order
 
   rc::store::Dialect dialect() const override { return inner_->dialect(); }
   std::string describe() const override { return inner_->describe(); }
@@ -38,6 +41,7 @@ class FaultStore : public rc::store::Store {
   std::unique_ptr<FaultSession> auto_;
   int64_t fail_at_, count_ = 0;
   bool fired_ = false;
+  std::vector<std::string> log_;
 };
 
 }  // namespace rt

@@ -43,6 +43,9 @@ struct ClaimRun {
   // a high-value prize switched off by the degrade step (the next one is then a budget_degrade).
   std::optional<LadderMove> ladder_move;
   bool budget_degraded = false;
+  // claim_many: record the hot-row takes of a direct prize without a ladder instead of making them
+  bool defer_hot_rows = false;
+  std::optional<HotTake> deferred;
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
@@ -152,18 +155,14 @@ struct ClaimRun {
     g.id = *id;
     if (qual_id) log_qualification_used(tx, *qual_id, e.opts_.actor, g.record_code, now);
 
-    // 8. budget, then stock: the hot rows, last
+    // 8. budget, then stock: the hot rows, last (claim_many may take them at the end of its chunk)
     std::optional<LadderMove> moved;
-    if (cat.has_ladder) {
-      const LadderTake lt{p.high_value, cat.code, e.opts_.actor, now};
-      moved = take_budget(tx, cat.id, *cost, &lt);
-    } else if (cat.has_budget && *cost > 0) {
-      take_budget(tx, cat.id, *cost);
-    }
-    auto got = take_stock(tx, p.id, p.buckets, ng.bucket);
-    if (!got) {
-      e.remember_sold_out(p.id);
-      throw Rejection{"sold_out"};
+    std::optional<int64_t> got;
+    if (defer_hot_rows && cat.kind == "direct" && !cat.has_ladder) {
+      deferred = HotTake{cat.id, *cost, p.id, ng.bucket, cat.has_budget && *cost > 0};
+      got = ng.bucket;
+    } else {
+      take_hot_rows(cat, p, *cost, ng.bucket, moved, got);
     }
     if (*got != ng.bucket) set_grant_bucket(tx, g.id, *got);
 
@@ -187,6 +186,23 @@ struct ClaimRun {
     ladder_move = std::move(moved);
   }
 
+  // 8. budget, then stock: conditional updates of the hot rows. Sets the ladder move and the bucket
+  // the unit came from; throws Rejection when either does not fit.
+  void take_hot_rows(const ActivityCatalog& cat, const PrizeInfo& p, int64_t cost, int64_t bucket,
+                     std::optional<LadderMove>& moved, std::optional<int64_t>& got) {
+    if (cat.has_ladder) {
+      const LadderTake lt{p.high_value, cat.code, e.opts_.actor, now};
+      moved = take_budget(tx, cat.id, cost, &lt);
+    } else if (cat.has_budget && cost > 0) {
+      take_budget(tx, cat.id, cost);
+    }
+    got = take_stock(tx, p.id, p.buckets, bucket);
+    if (!got) {
+      e.remember_sold_out(p.id);
+      throw Rejection{"sold_out"};
+    }
+  }
+
   // pending -> init for the held grant, with what the flow chose; nullopt when it is no longer
   // pending (another release or a confirm won).
   std::optional<int64_t> adopt_held(const NewGrant& ng) {
@@ -202,14 +218,15 @@ struct ClaimRun {
   }
 };
 
-StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) {
+StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, bool defer_hot_rows) {
   StepResult step;
-  ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt, std::nullopt, false};
+  ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt, std::nullopt, false, defer_hot_rows, std::nullopt};
   try {
     run.run();
     step.kind = StepResult::granted;
     step.grant = std::move(run.g);
     step.ladder = std::move(run.ladder_move);
+    step.deferred = run.deferred;
   } catch (const Rejection& rej) {
     // On PostgreSQL a concurrent twin (same biz_id) that committed while we waited on its
     // limit or qualification row makes our conditional update fail: that is a replay, not a
@@ -229,7 +246,7 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now) 
 
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
                          const std::string& record_code, std::optional<LadderMove>* moved) {
-  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false};
+  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false, false, std::nullopt};
   run.run();
   if (moved) *moved = std::move(run.ladder_move);
   return run.g;

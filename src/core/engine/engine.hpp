@@ -87,6 +87,13 @@ struct EngineOptions {
 struct HeldResult;       // what became of a held grant (held.hpp)
 struct ActivityCatalog;  // cached static configuration of one activity version (engine internals)
 
+// What a granted claim would have taken from the hot rows (budget, stock) when claim_many defers
+// those takes to the end of its chunk.
+struct HotTake {
+  int64_t activity_id = 0, cost_cents = 0, prize_id = 0, bucket = 0;
+  bool budget = false;  // the activity has a budget to take cost_cents from
+};
+
 // The result of steps 1-8 for one request inside a caller's transaction (Engine::claim_step).
 struct StepResult {
   enum Kind { granted, rejected, twin } kind = rejected;
@@ -94,6 +101,7 @@ struct StepResult {
   GrantView grant;     // granted: the new grant (state init)
   std::optional<int64_t> blocked_prize;  // rejected held_by_fuse: the blocked prize (none: the activity)
   std::optional<LadderMove> ladder;      // granted: the budget ladder step it moved
+  std::optional<HotTake> deferred;       // granted with defer_hot_rows: what it has not taken yet
 };
 
 class Engine {
@@ -117,6 +125,13 @@ class Engine {
   // (one commit for claim and delivery); the others stay in init for the caller to deliver() after
   // its commit. REQUIRES: tx is a write transaction of this engine's store; r.dry_run is ignored.
   // Outcomes are in request order. See claim_many.cpp.
+  // The hot rows: every grant of a chunk taking stock (and budget) as it goes would hold those rows
+  // locked from the chunk's first grant to its commit, so that concurrent workers of one batch ran
+  // one chunk at a time. For a direct prize without a budget ladder, each request's take is
+  // therefore deferred and the chunk takes them at its end, one conditional update per bucket
+  // (remain >= n) and one for the budget, just before the caller commits. When one of them does
+  // not fit, the chunk is rolled back to its start and runs again taking as it goes, so that each
+  // request gets exactly the answer (granted, sold_out, budget_exhausted) it gets from claim().
   std::vector<ClaimOutcome> claim_many(store::Tx& tx, const std::vector<ClaimRequest>& rs);
 
   // Delivers grant g inside the caller's transaction tx when its channel is in the database
@@ -136,7 +151,10 @@ class Engine {
  private:
   friend struct ClaimRun;
   // Steps 1-8 for one request in tx. On anything but granted the caller rolls back what it wrote.
-  StepResult claim_step(store::Tx& tx, const ClaimRequest& r, Millis now);
+  StepResult claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, bool defer_hot_rows = false);
+  // claim_many's pass over the requests; defer: collect the hot-row takes instead of making them.
+  std::vector<ClaimOutcome> claim_each(store::Tx& tx, const std::vector<ClaimRequest>& rs,
+                                       std::vector<HotTake>* defer);
   struct Phase1;  // deliver.cpp
   bool deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p);
   // Records r as a pending grant held by the open event that blocks it (activity-wide, or

@@ -26,6 +26,11 @@ std::optional<int64_t> take_stock(store::Session& s, int64_t prize_id, int64_t b
   }
 }
 
+bool take_stock_units(store::Session& s, int64_t prize_id, int64_t bucket, int64_t n) {
+  return s.exec("UPDATE stock SET remain = remain - $3 WHERE prize_id = $1 AND bucket = $2 AND remain >= $3",
+                {prize_id, bucket, n}) == 1;
+}
+
 void return_stock(store::Session& s, int64_t prize_id, int64_t bucket) {
   s.exec("UPDATE stock SET remain = remain + 1 WHERE prize_id = $1 AND bucket = $2", {prize_id, bucket});
 }

@@ -20,6 +20,10 @@ int64_t preferred_bucket(const std::string& user, int64_t buckets);
 // every bucket is empty (sold out): at most three statements when nothing competes.
 std::optional<int64_t> take_stock(store::Session& s, int64_t prize_id, int64_t buckets, int64_t first);
 
+// Takes n units from one bucket in one conditional update (remain >= n): all of them, or none
+// (false). For a chunk of claims that takes its stock once, just before its commit (claim_many).
+bool take_stock_units(store::Session& s, int64_t prize_id, int64_t bucket, int64_t n);
+
 // Puts one unit back into the bucket it came from (a reversal).
 void return_stock(store::Session& s, int64_t prize_id, int64_t bucket);
 
