@@ -391,6 +391,30 @@ TEST_CASE("reconcile: each side of the joined forms still reports its defect") {
       if (d["key"] == "u3/coupon:thing") CHECK((d["expected"] == "0" && d["actual"] == "1"));
     }
   }
+  // PostgreSQL's ledger finds an entry's owner among the grants carrying its bill number: when two
+  // grants carry one, each of them meets the entry, and the entry is still judged (and reported) once
+  SUBCASE("a grant carrying another grant's bill number") {
+    std::string own = bill_of(db, codes[0]), shared = bill_of(db, codes[1]);
+    st->exec("UPDATE grants SET bill_no = $1 WHERE record_code = $2", {shared, codes[0]});
+    SUBCASE("the entry of its own bill has no owner; the shared one is owned") {
+      only(run(), "ledger", "ledger_entry", own + "/credit", "", "no such grant");
+    }
+    SUBCASE("the shared bill's entry credited to it: reported once, against the grant its delivery bill names") {
+      st->exec("UPDATE ledger_entry SET user_id = 'u1' WHERE bill_no = $1", {shared});
+      auto p = run();
+      int shared_rows = 0;
+      for (auto& d : p.diffs)
+        if (d["key"] == shared + "/credit") {
+          ++shared_rows;
+          CHECK(d["actual"] == "grant " + codes[1] + " of u2");
+        }
+      CHECK(shared_rows == 1);
+      CHECK(has(p, "ledger", "ledger_entry", own + "/credit"));
+      CHECK(has(p, "ledger", "ledger_account", "u1/coupon:thing"));
+      CHECK(has(p, "ledger", "ledger_account", "u2/coupon:thing"));
+      CHECK(p.diffs.size() == 4);
+    }
+  }
   SUBCASE("an account without any entry") {
     st->exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ('nobody', 'coupon:thing', 5, 0)");
     only(run(), "ledger", "ledger_account", "nobody/coupon:thing", "0", "5");
