@@ -205,10 +205,13 @@ std::string server_of(store::Store& s) {
   if (s.dialect() == store::Dialect::postgres) {
     auto r = s.query(
         "SELECT current_setting('server_version'), current_setting('shared_buffers'), "
-        "pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c JOIN pg_namespace n ON n.oid = "
-        "c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'");
+        "pg_size_pretty(sum(pg_total_relation_size(c.oid))), current_setting('max_parallel_workers_per_gather') "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND "
+        "c.relkind = 'r'");
     return "PostgreSQL " + r[0].str(0) + ", shared_buffers " + r[0].str(1) + ", data " + r[0].str(2) +
-           ", checks and aggregates with work_mem 256MB, jit off";
+           ", checks and aggregates with work_mem 256MB, jit off; checks on " +
+           std::to_string(rec::connections_for(s.autocommit(), {}, rec::checks().size())) +
+           " connection(s), aggregates with up to " + r[0].str(3) + " parallel worker(s)";
   }
   auto r = s.query("SELECT sqlite_version(), (SELECT page_count * page_size FROM pragma_page_count, pragma_page_size)");
   return "SQLite " + r[0].str(0) + ", data " + std::to_string(r[0].i64(1) >> 20) + " MB, cache 256 MB";

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "jobs/reconcile_checks.hpp"
 
@@ -65,6 +68,77 @@ void tune_read(store::Tx& tx) {
   else tx.exec_script("PRAGMA cache_size = -262144");  // (temp_store cannot change inside a transaction)
 }
 
+namespace {
+
+// The checks of one run, shared by the connections that perform them. Each connection takes the
+// next check in the table's order, so `more` (asked under the lock before each check) still skips
+// a check and every later one; a failure stops the taking and is rethrown once all have finished.
+struct Queue {
+  std::vector<const Check*> todo;        // the selected checks, in the table's order
+  std::vector<std::vector<Diff>> diffs;  // per check of todo, filled by the connection that ran it
+  std::vector<double> seconds;
+  std::vector<char> ran;
+  size_t next = 0;
+  bool stop = false;
+  std::exception_ptr error;
+  std::mutex mu;
+
+  // The next check to perform (its index in todo), or false: none left, stopped, or failed.
+  bool take(const Options& o, size_t& slot) {
+    std::lock_guard<std::mutex> l(mu);
+    if (stop || next >= todo.size()) return false;
+    if (o.more && !o.more()) {
+      stop = true;
+      return false;
+    }
+    slot = next++;
+    return true;
+  }
+  void fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> l(mu);
+    if (!error) error = e;
+    stop = true;
+  }
+};
+
+// Performs checks from the queue in tx until none is left. Never throws: a failure goes to the
+// queue (a transaction retried by its store must not lose a check it had taken).
+void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::string, store::Value>& values) {
+  try {
+    size_t slot = 0;
+    while (q.take(o, slot)) {
+      const Check& c = *q.todo[slot];
+      auto t0 = std::chrono::steady_clock::now();
+      const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
+      auto [sql, params] = bind_named(own ? c.sqlite_sql : c.sql, values);
+      spdlog::trace("reconcile check {}: {}", c.info.name, sql);
+      auto r = tx.query(sql, params);
+      auto& out = q.diffs[slot];
+      for (auto& row : r.rows) {
+        Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};
+        if (!row.is_null(5)) d.detail += (d.detail.empty() ? "" : " ") + format_utc(row.i64(5));
+        out.push_back(std::move(d));
+      }
+      q.seconds[slot] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      q.ran[slot] = 1;
+      spdlog::debug("reconcile check {}: {} diff(s) in {:.3f} s", c.info.name, r.size(), q.seconds[slot]);
+    }
+  } catch (...) {
+    q.fail(std::current_exception());
+  }
+}
+
+}  // namespace
+
+int connections_for(store::Session& s, const Options& o, size_t checks) {
+  if (s.dialect() != store::Dialect::postgres || checks < 2) return 1;
+  if (o.connections > 0) return std::min<int>(o.connections, int(checks));
+  auto r = s.query("SELECT CAST(coalesce(max(c.reltuples), 0) AS BIGINT), CAST(current_setting("
+                   "'max_parallel_workers_per_gather') AS BIGINT) FROM pg_class c WHERE c.oid = to_regclass('grants')");
+  if (r[0].i64(0) < kSideBySideFrom) return 1;
+  return int(std::clamp<int64_t>(1 + r[0].i64(1), 1, std::min<int64_t>(kMostConnections, int64_t(checks))));
+}
+
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
                              std::vector<std::pair<std::string, double>>* seconds,
                              std::vector<std::string>* skipped) {
@@ -78,35 +152,63 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
       {"ledger", ledger},
   };
   std::vector<Diff> diffs;
-  // One read transaction: every check sees the same snapshot (PostgreSQL: REPEATABLE READ).
+  // One snapshot: every check reads it (PostgreSQL: REPEATABLE READ). A second connection, when
+  // there is one, imports the same snapshot (pg_export_snapshot / SET TRANSACTION SNAPSHOT) while
+  // this transaction, which exported it, stays open until every check has finished.
   st.transact(store::TxMode::read, [&](store::Tx& tx) {
     diffs.clear();
     if (seconds) seconds->clear();
     if (skipped) skipped->clear();
-    bool stop = false;
     tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
-    for (auto& c : check_table()) {
-      if (std::find(names.begin(), names.end(), c.info.name) == names.end()) continue;
-      if (stop || (o.more && !o.more())) {
-        stop = true;
-        if (skipped) skipped->push_back(c.info.name);
+    Queue q;
+    for (auto& c : check_table())
+      if (std::find(names.begin(), names.end(), c.info.name) != names.end()) q.todo.push_back(&c);
+    q.diffs.resize(q.todo.size());
+    q.seconds.assign(q.todo.size(), 0);
+    q.ran.assign(q.todo.size(), 0);
+    const int n = connections_for(tx, o, q.todo.size());
+    std::vector<store::Store*> companions;  // (opened here, on this thread, before any other starts)
+    for (int i = 1; i < n; ++i)
+      if (auto* c = st.companion(size_t(i - 1))) companions.push_back(c);
+    std::string snapshot;
+    if (!companions.empty()) {
+      snapshot = tx.query("SELECT pg_export_snapshot()")[0].str(0);
+      // (a utility statement takes no parameter: the identifier is checked to be what PostgreSQL
+      // makes, hexadecimal groups joined by dashes, before it is quoted into the text)
+      if (snapshot.empty() || snapshot.find_first_not_of("0123456789ABCDEFabcdef-") != std::string::npos)
+        throw Error(Exit::internal, "reconcile: unexpected snapshot identifier '" + snapshot + "'");
+    }
+    struct Joiner {
+      std::vector<std::thread> threads;
+      ~Joiner() {
+        for (auto& t : threads)
+          if (t.joinable()) t.join();
+      }
+    } others;
+    for (auto* other : companions)
+      others.threads.emplace_back([other, &q, &o, &values, &snapshot] {
+        try {
+          other->transact(store::TxMode::read, [&](store::Tx& t) {
+            t.exec_script("SET TRANSACTION SNAPSHOT '" + snapshot + "'");
+            tune_read(t);
+            perform(t, q, o, values);
+          });
+        } catch (...) {
+          q.fail(std::current_exception());
+        }
+      });
+    perform(tx, q, o, values);
+    for (auto& t : others.threads) t.join();
+    if (q.error) std::rethrow_exception(q.error);
+    for (size_t i = 0; i < q.todo.size(); ++i) {
+      if (!q.ran[i]) {
+        if (skipped) skipped->push_back(q.todo[i]->info.name);
         continue;
       }
-      auto t0 = std::chrono::steady_clock::now();
-      const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
-      auto [sql, params] = bind_named(own ? c.sqlite_sql : c.sql, values);
-      spdlog::trace("reconcile check {}: {}", c.info.name, sql);
-      auto r = tx.query(sql, params);
-      for (auto& row : r.rows) {
-        Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};
-        if (!row.is_null(5)) d.detail += (d.detail.empty() ? "" : " ") + format_utc(row.i64(5));
-        diffs.push_back(std::move(d));
-      }
-      double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (seconds) seconds->emplace_back(c.info.name, took);
-      spdlog::debug("reconcile check {}: {} diff(s) in {:.3f} s", c.info.name, r.size(), took);
+      for (auto& d : q.diffs[i]) diffs.push_back(std::move(d));
+      if (seconds) seconds->emplace_back(q.todo[i]->info.name, q.seconds[i]);
     }
   });
   return diffs;

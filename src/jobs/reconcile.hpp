@@ -50,7 +50,11 @@ struct Options {
   bool dry_run = false;                 // run the checks, store nothing (run id 0)
   // Asked before each check: false skips it and every later one (the job runner's --limit,
   // --max-runtime and signals; a check's query itself is never cut short by this). Empty: all run.
+  // Called from the thread of the connection that takes the check, one call at a time.
   std::function<bool()> more;
+  // PostgreSQL: how many connections perform the checks side by side, all reading the run's one
+  // snapshot (0: chosen by connections_for). SQLite: always one.
+  int connections = 0;
 };
 
 struct Report {
@@ -76,7 +80,19 @@ std::vector<std::string> resolve_checks(const std::vector<std::string>& names);
 // like with like.
 void tune_read(store::Tx& tx);
 
+// How many connections perform a run's checks side by side, all reading its one snapshot:
+// o.connections when given (at most one per check); SQLite: one. PostgreSQL otherwise: one for a
+// small database (fewer than kSideBySideFrom grants by the planner's statistics: another
+// connection costs a few milliseconds to open, more than such checks take), else as many
+// processes as the server gives one query of its own (1 + max_parallel_workers_per_gather, as
+// bench/reconcile's aggregates get), at most kMostConnections.
+constexpr int64_t kSideBySideFrom = 50'000;
+constexpr int64_t kMostConnections = 3;
+int connections_for(store::Session& s, const Options& o, size_t checks);
+
 // Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
+// On PostgreSQL the checks may be shared out to other connections (connections_for), which import
+// this run's snapshot: they still all read the same one; the diffs keep the table's order.
 // `seconds`, when given, receives each check's time, in order.
 // `skipped`, when given, receives the checks that `o.more` stopped.
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,

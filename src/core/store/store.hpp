@@ -117,6 +117,13 @@ class Store {
                                                    const std::vector<std::string>& columns) = 0;
   // How many times transact() or query() retried since the store was opened (for logs and tests).
   int64_t retries_used() const { return retries_; }
+  // The i-th (0-based) companion of this store: another connection to the same database, with the
+  // same options, opened on first use and kept (warm) until this store is destroyed, for work that
+  // runs beside this store's on another thread (reconcile's checks, reading one exported
+  // snapshot); each companion is used by one thread at a time. nullptr where another connection
+  // would not run anything beside this one (SQLite). Throws like open_store when the database
+  // cannot be reached. Not thread-safe itself: called from the thread that owns this store.
+  virtual Store* companion(size_t) { return nullptr; }
 
  protected:
   explicit Store(int max_retries) : max_retries_(max_retries) {}

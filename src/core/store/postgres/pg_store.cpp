@@ -222,7 +222,7 @@ class PgBulk : public BulkWriter {
 
 class PgStore : public Store {
  public:
-  PgStore(const std::string& conninfo, const StoreOptions& o) : Store(o.retries), opts_(o) {
+  PgStore(const std::string& conninfo, const StoreOptions& o) : Store(o.retries), opts_(o), conninfo_(conninfo) {
     try {
       conn_ = std::make_unique<pqxx::connection>(conninfo);
     } catch (const std::exception& e) {
@@ -249,6 +249,10 @@ class PgStore : public Store {
 
   Dialect dialect() const override { return Dialect::postgres; }
   std::string describe() const override { return desc_; }
+  Store* companion(size_t i) override {
+    while (companions_.size() <= i) companions_.push_back(std::make_unique<PgStore>(conninfo_, opts_));
+    return companions_[i].get();
+  }
 
   void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
     for (int attempt = 0;; ++attempt) {
@@ -298,6 +302,8 @@ class PgStore : public Store {
   }
 
   StoreOptions opts_;
+  std::string conninfo_;  // (for companions; never printed: it may hold a password)
+  std::vector<std::unique_ptr<PgStore>> companions_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unordered_map<std::string, std::string> prepared_;
   std::string desc_;
