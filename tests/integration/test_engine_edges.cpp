@@ -210,3 +210,39 @@ TEST_CASE("engine: the loser of two concurrent reversals reports the state it lo
   CHECK(j["message"].get<std::string>().find("reversed") != std::string::npos);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'reversed'") == 1);
 }
+
+TEST_CASE("engine: a ledger credit that would take a balance past 2^63-1 credits nothing, inline or resent") {
+  // Activities each credit 4e18 cents of cash to one user: the third would make 1.2e19. SQLite
+  // used to store that sum as a floating-point number (the claim answered granted; `ledger balance`
+  // and reconcile then failed on the account); PostgreSQL raised 22003. Now both refuse it as data.
+  TestDb db;
+  db.migrate();
+  const int64_t big = 4'000'000'000'000'000'000;
+  for (const char* code : {"a1", "a2", "a3", "a4"}) {
+    Spec s;
+    s.code = code;
+    s.item_kind = "cash";
+    s.unit_cost = 1;
+    s.amount = big;
+    s.stock = 1;
+    s.budget = big;
+    seed(db, s);
+  }
+  db.ok({"claim", "a1", "--user", "rich", "--biz-id", "h1"});
+  db.ok({"claim", "a2", "--user", "rich", "--biz-id", "h2"});
+  // delivered in the claim's transaction: the claim fails whole (exit 65), nothing written
+  auto r = db.ok({"claim", "a3", "--user", "rich", "--biz-id", "h3"}, 65);
+  CHECK(r.err.find("2^63-1") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM grants") == 2);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 2);
+  CHECK(db.count("SELECT balance FROM ledger_account WHERE user_id = 'rich'") == 2 * big);
+  db.ok({"ledger", "balance", "rich"});
+  // a grant left in init (--no-deliver) and delivered later: the credit fails, the grant stays in init
+  db.ok({"claim", "a4", "--user", "rich", "--biz-id", "h4", "--no-deliver"});
+  auto b = engine(db);
+  const int64_t id = db.count("SELECT id FROM grants WHERE biz_id = 'h4'");
+  CHECK_THROWS_AS(b.engine->deliver(id), rc::Error);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'h4' AND state = 'init'") == 1);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 2);
+  CHECK(db.count("SELECT balance FROM ledger_account WHERE user_id = 'rich'") == 2 * big);
+}

@@ -23,9 +23,8 @@ const std::string kBill =
     "created_at, updated_at) ";
 const std::string kEntry = "INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) ";
 const std::string kAccount = "INSERT INTO ledger_account (user_id, asset, balance, updated_at) ";
-const std::string kAccountConflict =
-    " ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
-    "updated_at = excluded.updated_at";
+// ledger.cpp's upsert: a balance that would pass 2^63-1 changes no row (ledger.hpp)
+const std::string kAccountConflict = std::string(kAccountUpsert).substr(std::string(kAccountUpsert).find(" ON CONFLICT"));
 const std::string kOutbox = "INSERT INTO outbox (bill_no, channel, payload, state, created_at, updated_at) ";
 
 // PostgreSQL: the move and everything that follows from it in one statement; every insert reads
@@ -34,7 +33,8 @@ const std::string kPgLedger = "WITH u AS (" + move_sql("$8") + " RETURNING id), 
                               "SELECT 'grant', id, 'init', $8, $4, $5, NULL, $3 FROM u), b AS (" + kBill +
                               "SELECT $2, id, $6, $7, $8, 1, '0', $11, $3, $3 FROM u), e AS (" + kEntry +
                               "SELECT $2, 'credit', $9, $10, $7, $3 FROM u), a AS (" + kAccount +
-                              "SELECT $9, $10, $7, $3 FROM u" + kAccountConflict + ") SELECT count(*) FROM u";
+                              "SELECT $9, $10, $7, $3 FROM u" + kAccountConflict +
+                              " RETURNING 1) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM a)";
 const std::string kPgOutbox = "WITH u AS (" + move_sql("$8") + " RETURNING id), l AS (" + kLog +
                               "SELECT 'grant', id, 'init', $8, $4, $5, NULL, $3 FROM u), b AS (" + kBill +
                               "SELECT $2, id, $6, $7, $8, 1, '', '', $3, $3 FROM u), o AS (" + kOutbox +
@@ -57,7 +57,9 @@ std::optional<std::string> deliver_inline(store::Session& s, InlineChannel ch, G
   else p.push_back(payload);
 
   if (s.dialect() == store::Dialect::postgres) {
-    if (s.query(ledger ? kPgLedger : kPgOutbox, p)[0].i64(0) != 1) return std::nullopt;
+    auto r = s.query(ledger ? kPgLedger : kPgOutbox, p);
+    if (r[0].i64(0) != 1) return std::nullopt;
+    if (ledger && r[0].i64(1) != 1) balance_overflow(g.user, asset, g.amount);
   } else {
     // SQLite runs in the process: the same rows, one statement each.
     if (s.exec(move_sql("$4"), {g.id, bill, now, to}) != 1)
@@ -67,7 +69,7 @@ std::optional<std::string> deliver_inline(store::Session& s, InlineChannel ch, G
            {bill, g.id, g.channel, g.amount, to, ledger ? "0" : "", ledger ? message : "", now});
     if (ledger) {
       s.exec(kEntry + "VALUES ($1, 'credit', $2, $3, $4, $5)", {bill, g.user, asset, g.amount, now});
-      s.exec(kAccount + "VALUES ($1, $2, $3, $4)" + kAccountConflict, {g.user, asset, g.amount, now});
+      if (s.exec(kAccountUpsert, {g.user, asset, g.amount, now}) != 1) balance_overflow(g.user, asset, g.amount);
     } else {
       s.exec(kOutbox + "VALUES ($1, $2, $3, 'pending', $4, $4)", {bill, g.channel, payload, now});
     }

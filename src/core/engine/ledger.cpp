@@ -1,6 +1,18 @@
 #include "core/engine/ledger.hpp"
 
+#include "core/error.hpp"
+
 namespace rc::engine {
+
+const char* const kAccountUpsert =
+    "INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
+    "updated_at = excluded.updated_at WHERE ledger_account.balance <= 9223372036854775807 - excluded.balance";
+
+void balance_overflow(const std::string& user, const std::string& asset, int64_t amount) {
+  throw Error(Exit::data, "user " + user + "'s balance of " + asset + " plus " + std::to_string(amount) +
+                              " would pass 2^63-1: nothing credited");
+}
 
 std::string ledger_asset(const std::string& item_kind, const std::string& item_code) {
   if (item_kind == "cash" || item_kind == "points") return item_kind;
@@ -14,11 +26,7 @@ bool ledger_credit(store::Session& s, const std::string& bill_no, const std::str
       "ON CONFLICT (bill_no, kind) DO NOTHING",
       {bill_no, user, asset, amount, now});
   if (n != 1) return false;
-  s.exec(
-      "INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, $2, $3, $4) "
-      "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
-      "updated_at = excluded.updated_at",
-      {user, asset, amount, now});
+  if (s.exec(kAccountUpsert, {user, asset, amount, now}) != 1) balance_overflow(user, asset, amount);
   return true;
 }
 

@@ -17,8 +17,16 @@ namespace rc::engine {
 // ("coupon:C10").
 std::string ledger_asset(const std::string& item_kind, const std::string& item_code);
 
+// The account upsert shared by every credit (here and deliver_inline.cpp). A balance that would
+// pass 2^63-1 changes no row: SQLite would otherwise store the sum as a floating-point number,
+// which no later read of the account accepts (PostgreSQL raises 22003).
+extern const char* const kAccountUpsert;
+// Throws the Error(data) of a credit that would take the balance past 2^63-1.
+[[noreturn]] void balance_overflow(const std::string& user, const std::string& asset, int64_t amount);
+
 // Credits `amount` of `asset` to the user under `bill_no`. Returns false (and changes nothing) when
-// that bill was credited before.
+// that bill was credited before. Throws Error(data) when the user's balance of the asset would pass
+// 2^63-1 (the caller's transaction then rolls back).
 bool ledger_credit(store::Session& s, const std::string& bill_no, const std::string& user, const std::string& asset,
                    int64_t amount, Millis now);
 
