@@ -40,19 +40,18 @@ bool take_deferred(store::Tx& tx, const std::vector<HotTake>& takes) {
 }
 
 // Before a chunk that the deferred takes did not cover runs again taking as it goes (PostgreSQL):
-// the hot rows its first pass would have taken, locked in take_deferred's order - each budget, then
-// each prize's buckets in order. Taking as it goes, every request locks its own bucket (or the next
-// one holding stock), so two such chunks lock buckets in their users' order and deadlock each other:
-// 3 processes x 4 workers on a prize with 8 buckets and no budget all ended 40P01 after 9 attempts.
-// SQLite has one writer at a time: nothing to order.
-void lock_hot_rows(store::Tx& tx, const std::vector<HotTake>& takes) {
+// the buckets of each prize it takes without budget, locked in order (take_deferred's order).
+// Taking as it goes, every request locks its own bucket (or the next one holding stock), so two such
+// chunks lock buckets in their users' order and deadlock each other: 3 processes x 4 workers on a
+// prize with 8 buckets and no budget all ended 40P01 after 9 attempts. A take that also takes budget
+// needs nothing more: its request locks the budget row before any bucket, so those chunks queue on
+// the budget row - and once the budget has run out they take, and lock, nothing. SQLite has one
+// writer at a time: nothing to order.
+void lock_buckets(store::Tx& tx, const std::vector<HotTake>& takes) {
   if (tx.dialect() != store::Dialect::postgres) return;
-  std::set<int64_t> activities, prizes;
-  for (const auto& t : takes) {
-    if (t.budget) activities.insert(t.activity_id);
-    prizes.insert(t.prize_id);
-  }
-  for (int64_t a : activities) tx.query("SELECT 1 FROM budget WHERE activity_id = $1 FOR UPDATE", {a});
+  std::set<int64_t> prizes;
+  for (const auto& t : takes)
+    if (!t.budget) prizes.insert(t.prize_id);
   for (int64_t p : prizes) tx.query("SELECT bucket FROM stock WHERE prize_id = $1 ORDER BY bucket FOR UPDATE", {p});
 }
 
@@ -70,7 +69,7 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
   }
   tx.exec_script("ROLLBACK TO SAVEPOINT claim_chunk");
   tx.exec_script("RELEASE SAVEPOINT claim_chunk");
-  lock_hot_rows(tx, takes);
+  lock_buckets(tx, takes);
   return claim_each(tx, rs, nullptr);
 }
 
