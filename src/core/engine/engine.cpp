@@ -75,6 +75,22 @@ void Engine::remember_sold_out(int64_t prize_id) {
   sold_out_[prize_id] = steady_ms();
 }
 
+bool Engine::known_uncovered(const std::string& activity) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = uncovered_.find(activity);
+  if (it == uncovered_.end()) return false;
+  if (steady_ms() - it->second > opts_.sold_out_memory_ms) {
+    uncovered_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void Engine::remember_uncovered(const std::string& activity) {
+  std::lock_guard<std::mutex> l(mu_);
+  uncovered_[activity] = steady_ms();
+}
+
 void Engine::announce_ladder(const LadderMove& m) {
   if (!m.up()) {
     spdlog::info("{}", describe(m));

@@ -132,6 +132,8 @@ class Engine {
   // (remain >= n) and one for the budget, just before the caller commits. When one of them does
   // not fit, the chunk is rolled back to its start and runs again taking as it goes, so that each
   // request gets exactly the answer (granted, sold_out, budget_exhausted) it gets from claim().
+  // After such a chunk, this engine's chunks of that activity take as they go for
+  // sold_out_memory_ms (known_uncovered), so that a batch's tail past its budget does not run twice.
   std::vector<ClaimOutcome> claim_many(store::Tx& tx, const std::vector<ClaimRequest>& rs);
 
   // Delivers grant g inside the caller's transaction tx when its channel is in the database
@@ -165,6 +167,10 @@ class Engine {
   void deliver_after_commit(ClaimOutcome& out);
   bool known_sold_out(int64_t prize_id);
   void remember_sold_out(int64_t prize_id);
+  // claim_many: an activity whose last chunk the deferred takes did not cover (its budget or a
+  // bucket short) - its chunks take as they go for sold_out_memory_ms instead of running twice.
+  bool known_uncovered(const std::string& activity);
+  void remember_uncovered(const std::string& activity);
   // One client per channel; a client is not thread-safe, so callers post under its mutex.
   struct Hook {
     std::mutex mu;
@@ -178,6 +184,7 @@ class Engine {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ActivityCatalog>> catalogs_;
   std::map<int64_t, Millis> sold_out_;
+  std::map<std::string, Millis> uncovered_;
   std::map<std::string, std::unique_ptr<Hook>> webhooks_;
 };
 
