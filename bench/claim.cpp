@@ -30,6 +30,7 @@
 #include "core/activity/activity.hpp"
 #include "core/engine/engine.hpp"
 #include "core/store/migrate.hpp"
+#include "raw_ledger.hpp"
 
 using namespace rc;
 using Clk = std::chrono::steady_clock;
@@ -221,16 +222,7 @@ double run_raw_equivalent(const Target& t, int workers, bool spread) {
              tx.exec("UPDATE stock SET remain = remain - 1 WHERE prize_id = $1 AND bucket = $2 AND remain > 0",
                      {tt.prize_id, bucket}) == 1;
         if (!ok) return tx.rollback_only();
-        tx.exec("INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, "
-                "last_message, created_at, updated_at) VALUES ($1, $2, 'ledger', 1, 'success', 1, '0', 'credited', $3, $3)",
-                {bill, id, i});
-        tx.exec("INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'credit', $2, "
-                "'coupon:coupon', 1, $3)",
-                {bill, user, i});
-        tx.exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, 'coupon:coupon', 1, $2) "
-                "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
-                "updated_at = excluded.updated_at",
-                {user, i});
+        bench::raw_ledger_delivery(tx, bill, id, user, i);
       });
       return ok;
     };

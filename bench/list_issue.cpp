@@ -22,6 +22,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/store/migrate.hpp"
+#include "raw_ledger.hpp"
 #include "jobs/list_issue.hpp"
 
 using namespace rc;
@@ -166,16 +167,7 @@ double run_raw_equivalent(const Target& t, const std::string& list, int64_t user
                 {id, now});
         if (tx.exec("UPDATE stock SET remain = remain - 1 WHERE prize_id = $1 AND bucket = 0 AND remain > 0", {prize}) != 1)
           throw std::runtime_error("raw stock ran out");
-        tx.exec("INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, "
-                "last_message, created_at, updated_at) VALUES ($1, $2, 'ledger', 1, 'success', 1, '0', 'credited', $3, $3)",
-                {bill, id, now});
-        tx.exec("INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at) VALUES ($1, 'credit', $2, "
-                "'coupon:coupon', 1, $3)",
-                {bill, user, now});
-        tx.exec("INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES ($1, 'coupon:coupon', 1, $2) "
-                "ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance, "
-                "updated_at = excluded.updated_at",
-                {user, now});
+        bench::raw_ledger_delivery(tx, bill, id, user, now);
         tx.exec("UPDATE list_item SET state = 'issued', record_code = $2, updated_at = $3 WHERE id = $1 AND state = "
                 "'pending'",
                 {item, "R" + biz, now});

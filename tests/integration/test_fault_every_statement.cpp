@@ -70,35 +70,51 @@ rc::engine::ClaimRequest request(const std::string& user, const std::string& biz
   return r;
 }
 
+// Stops `attempt` at statement n = 1, 2, ... of a store that dies there, until it runs to its end.
+// After each stop: `check` (the books as the stop left them), then `retry` on a healthy store and
+// `check` again. `prepare(n)` makes the n-th round's input. Returns the number of rounds.
+template <class Prepare, class Attempt, class Check, class Retry>
+int64_t stop_at_every_statement(const TestDb& db, Prepare prepare, Attempt attempt, Check check, Retry retry) {
+  for (int64_t n = 1;; ++n) {
+    REQUIRE(n < 100);
+    CAPTURE(n);
+    auto input = prepare(n);
+    auto f = faulty(db, n);
+    try {
+      attempt(f, input);
+    } catch (const rc::Error&) {
+      CHECK(f.fs->fired());
+    }
+    check(input);
+    check_books_whole(db);
+    if (!f.fs->fired()) return n;  // it ran every statement it has
+    retry(input);
+    check_books_whole(db);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("faults: a ledger claim stopped at any statement is delivered in full or never happened") {
   TestDb db;
   db.migrate();
   seed_books(db);
-  int64_t n = 1;
-  for (;; ++n) {
-    REQUIRE(n < 100);
-    CAPTURE(n);
-    const std::string user = "u" + std::to_string(n), biz = "b" + std::to_string(n);
-    auto f = faulty(db, n);
-    try {
-      f.box.engine->claim(request(user, biz, true));
-    } catch (const rc::Error&) {
-      CHECK(f.fs->fired());
-    }
-    // one commit: the grant is there and delivered, or not there at all
-    CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1 AND state <> 'success'", {biz}) == 0);
-    check_books_whole(db);
-    if (!f.fs->fired()) break;  // the claim ran every statement it has
-    // the caller's retry with the same biz_id: one grant, delivered
-    auto b = engine(db);
-    auto o = b.engine->claim(request(user, biz, true));
-    REQUIRE(o.grant);
-    CHECK(o.grant->state == "success");
-    CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1", {biz}) == 1);
-    check_books_whole(db);
-  }
+  auto b = engine(db);
+  auto biz = [](int64_t n) { return "b" + std::to_string(n); };
+  const int64_t n = stop_at_every_statement(
+      db, [](int64_t n) { return n; },
+      [&](Faulty& f, int64_t n) { f.box.engine->claim(request("u" + std::to_string(n), biz(n), true)); },
+      // one commit: the grant is there and delivered, or not there at all
+      [&](int64_t n) {
+        CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1 AND state <> 'success'", {biz(n)}) == 0);
+      },
+      // the caller's retry with the same biz_id: one grant, delivered
+      [&](int64_t n) {
+        auto o = b.engine->claim(request("u" + std::to_string(n), biz(n), true));
+        REQUIRE(o.grant);
+        CHECK(o.grant->state == "success");
+        CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1", {biz(n)}) == 1);
+      });
   // a delivered claim is several statements, and the loop stopped at every one of them
   CHECK(n > 4);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == n);
@@ -109,26 +125,19 @@ TEST_CASE("faults: delivery of a committed grant stopped at any statement leaves
   db.migrate();
   seed_books(db);
   auto b = engine(db);
-  int64_t n = 1;
-  for (;; ++n) {
-    REQUIRE(n < 100);
-    CAPTURE(n);
-    const std::string biz = "b" + std::to_string(n);
-    auto o = b.engine->claim(request("u" + std::to_string(n), biz, false));
-    REQUIRE(o.grant);
-    REQUIRE(o.grant->state == "init");
-    auto f = faulty(db, n);
-    try {
-      f.box.engine->deliver(o.grant->id);
-    } catch (const rc::Error&) {
-      CHECK(f.fs->fired());
-    }
-    CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1 AND state NOT IN ('init', 'success')", {biz}) == 0);
-    check_books_whole(db);
-    if (!f.fs->fired()) break;
-    CHECK(b.engine->deliver(o.grant->id).state == "success");
-    check_books_whole(db);
-  }
+  const int64_t n = stop_at_every_statement(
+      db,
+      [&](int64_t n) {
+        auto o = b.engine->claim(request("u" + std::to_string(n), "b" + std::to_string(n), false));
+        REQUIRE(o.grant);
+        REQUIRE(o.grant->state == "init");
+        return o.grant->id;
+      },
+      [](Faulty& f, int64_t id) { f.box.engine->deliver(id); },
+      [&](int64_t id) {
+        CHECK(db.count("SELECT count(*) FROM grants WHERE id = $1 AND state NOT IN ('init', 'success')", {id}) == 0);
+      },
+      [&](int64_t id) { CHECK(b.engine->deliver(id).state == "success"); });
   CHECK(n > 4);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == n);
 }
@@ -138,29 +147,25 @@ TEST_CASE("faults: a reversal stopped at any statement gives everything back or 
   db.migrate();
   seed_books(db);
   auto b = engine(db);
-  int64_t n = 1;
-  for (;; ++n) {
-    REQUIRE(n < 100);
-    CAPTURE(n);
-    auto o = b.engine->claim(request("u" + std::to_string(n), "b" + std::to_string(n), true));
-    REQUIRE(o.grant);
-    REQUIRE(o.grant->state == "success");
-    const std::string code = o.grant->record_code;
-    const std::string req = "refund-" + std::to_string(n);
-    auto f = faulty(db, n);
-    try {
-      rc::engine::reverse(*f.box.store, code, "refund", req, "test", rc::SystemClock().now_ms());
-    } catch (const rc::Error&) {
-      CHECK(f.fs->fired());
-    }
-    CHECK(db.count("SELECT count(*) FROM grants WHERE record_code = $1 AND state NOT IN ('success', 'reversed')",
-                   {code}) == 0);
-    check_books_whole(db);
-    if (!f.fs->fired()) break;
-    auto r = rc::engine::reverse(*b.store, code, "refund", req, "test", rc::SystemClock().now_ms());
-    CHECK(r.state == "reversed");
-    check_books_whole(db);
-  }
+  const auto now = [] { return rc::SystemClock().now_ms(); };
+  const int64_t n = stop_at_every_statement(
+      db,
+      [&](int64_t n) {
+        auto o = b.engine->claim(request("u" + std::to_string(n), "b" + std::to_string(n), true));
+        REQUIRE(o.grant);
+        REQUIRE(o.grant->state == "success");
+        return std::make_pair(o.grant->record_code, "refund-" + std::to_string(n));
+      },
+      [&](Faulty& f, const std::pair<std::string, std::string>& g) {
+        rc::engine::reverse(*f.box.store, g.first, "refund", g.second, "test", now());
+      },
+      [&](const std::pair<std::string, std::string>& g) {
+        CHECK(db.count("SELECT count(*) FROM grants WHERE record_code = $1 AND state NOT IN ('success', 'reversed')",
+                       {g.first}) == 0);
+      },
+      [&](const std::pair<std::string, std::string>& g) {
+        CHECK(rc::engine::reverse(*b.store, g.first, "refund", g.second, "test", now()).state == "reversed");
+      });
   CHECK(n > 4);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'reversed'") == n);
 }

@@ -5,9 +5,11 @@ namespace rt {
 using rc::store::Params;
 using rc::store::Result;
 
-class FaultStore::FaultTx : public rc::store::Tx {
+// Counts (and may fail) each statement, then forwards it to the wrapped session or transaction.
+template <class Base, class Inner>
+class Forward : public Base {
  public:
-  FaultTx(FaultStore& fs, rc::store::Tx& inner) : fs_(fs), inner_(inner) {}
+  Forward(FaultStore& fs, Inner& inner) : fs_(fs), inner_(inner) {}
   rc::store::Dialect dialect() const override { return inner_.dialect(); }
   Result query(const std::string& sql, const Params& params) override {
     fs_.step(sql);
@@ -17,29 +19,18 @@ class FaultStore::FaultTx : public rc::store::Tx {
     fs_.step(sql);
     inner_.exec_script(sql);
   }
-  rc::store::Tx& inner() { return inner_; }
+  Inner& inner() { return inner_; }
 
  private:
   FaultStore& fs_;
-  rc::store::Tx& inner_;
+  Inner& inner_;
 };
 
-class FaultStore::FaultSession : public rc::store::Session {
- public:
-  FaultSession(FaultStore& fs, rc::store::Session& inner) : fs_(fs), inner_(inner) {}
-  rc::store::Dialect dialect() const override { return inner_.dialect(); }
-  Result query(const std::string& sql, const Params& params) override {
-    fs_.step(sql);
-    return inner_.query(sql, params);
-  }
-  void exec_script(const std::string& sql) override {
-    fs_.step(sql);
-    inner_.exec_script(sql);
-  }
-
- private:
-  FaultStore& fs_;
-  rc::store::Session& inner_;
+class FaultStore::FaultTx : public Forward<rc::store::Tx, rc::store::Tx> {
+  using Forward::Forward;
+};
+class FaultStore::FaultSession : public Forward<rc::store::Session, rc::store::Session> {
+  using Forward::Forward;
 };
 
 FaultStore::FaultStore(std::unique_ptr<rc::store::Store> inner, int64_t fail_at)
