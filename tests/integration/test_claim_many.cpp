@@ -45,14 +45,9 @@ TEST_CASE("claim_many: a chunk its stock and budget cover takes them once, at it
   s.budget = 100'000;
   seed(db, s);
   // the engine's statements, seen through a store that only counts
-  EngineBox b;
-  auto fs = std::make_unique<FaultStore>(db.open(), 0);
-  const FaultStore& seen = *fs;
-  b.store = std::move(fs);
-  b.clock = std::make_unique<rc::SystemClock>();
-  rc::engine::EngineOptions o;
-  o.actor = "test";
-  b.engine = std::make_unique<rc::engine::Engine>(*b.store, *b.clock, o);
+  auto f = faulty(db, 0);
+  EngineBox& b = f.box;
+  const FaultStore& seen = *f.fs;
   auto outs = chunk(b, "u", 40);
   // one budget update and one per bucket, all after the chunk's last grant: the rows stay unlocked
   // until the chunk's end
@@ -229,15 +224,11 @@ TEST_CASE("claim_many: after a chunk the budget did not cover, the next chunk ru
   s.stock = 100;
   s.budget = 500;  // 5 grants of 100 cents
   seed(db, s);
-  EngineBox b;
-  auto fs = std::make_unique<FaultStore>(db.open(), 0);
-  const FaultStore& seen = *fs;
-  b.store = std::move(fs);
-  b.clock = std::make_unique<rc::SystemClock>();
   rc::engine::EngineOptions o;
-  o.actor = "test";
   o.sold_out_memory_ms = 600'000;  // the memory outlasts the test however slow the machine
-  b.engine = std::make_unique<rc::engine::Engine>(*b.store, *b.clock, o);
+  auto f = faulty(db, 0, o);
+  EngineBox& b = f.box;
+  const FaultStore& seen = *f.fs;
   auto grant_inserts = [&](size_t from) {
     size_t n = 0;
     for (size_t i = from; i < seen.log().size(); ++i) n += seen.log()[i].find("INSERT INTO grants") != std::string::npos;

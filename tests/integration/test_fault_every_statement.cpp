@@ -44,23 +44,6 @@ void seed_books(const TestDb& db) {
   seed(db, s);
 }
 
-// An engine whose store dies at statement n.
-struct Faulty {
-  FaultStore* fs;
-  EngineBox box;
-};
-Faulty faulty(const TestDb& db, int64_t n) {
-  EngineBox b;
-  auto fs = std::make_unique<FaultStore>(db.open(), n);
-  FaultStore* raw = fs.get();
-  b.store = std::move(fs);
-  b.clock = std::make_unique<rc::SystemClock>();
-  rc::engine::EngineOptions o;
-  o.actor = "test";
-  b.engine = std::make_unique<rc::engine::Engine>(*b.store, *b.clock, o);
-  return {raw, std::move(b)};
-}
-
 rc::engine::ClaimRequest request(const std::string& user, const std::string& biz, bool deliver) {
   rc::engine::ClaimRequest r;
   r.activity = "act";

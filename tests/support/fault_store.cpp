@@ -69,4 +69,15 @@ std::unique_ptr<rc::store::BulkWriter> FaultStore::bulk_writer(rc::store::Tx& tx
   return inner_->bulk_writer(ft ? ft->inner() : tx, table, columns);
 }
 
+Faulty faulty(const TestDb& db, int64_t fail_at, rc::engine::EngineOptions opts) {
+  EngineBox b;
+  auto fs = std::make_unique<FaultStore>(db.open(), fail_at);
+  FaultStore* raw = fs.get();
+  b.store = std::move(fs);
+  b.clock = std::make_unique<rc::SystemClock>();
+  opts.actor = "test";
+  b.engine = std::make_unique<rc::engine::Engine>(*b.store, *b.clock, std::move(opts));
+  return {raw, std::move(b)};
+}
+
 }  // namespace rt

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/engine.hpp"
 #include "core/store/store.hpp"
+#include "support/seed.hpp"
 
 namespace rt {
 
@@ -43,5 +45,13 @@ class FaultStore : public rc::store::Store {
   bool fired_ = false;
   std::vector<std::string> log_;
 };
+
+// An in-process engine (actor "test", system clock) on db whose store is a FaultStore dying at
+// statement fail_at (0: never; it only counts and logs). fs points at box's store.
+struct Faulty {
+  FaultStore* fs;
+  EngineBox box;
+};
+Faulty faulty(const TestDb& db, int64_t fail_at, rc::engine::EngineOptions opts = {});
 
 }  // namespace rt

@@ -1,7 +1,8 @@
 #pragma once
-// Delivery channels (DESIGN §5). The engine persists a bill number before any call and reuses it on
-// every resend; a channel must be idempotent by bill number. In-database channels (ledger, outbox)
-// are implemented by the engine inside its transaction; the webhook channel calls out over HTTP.
+// Delivery channel configuration, the request and outcome types, and the webhook client
+// (docs/design.md §5). The engine persists a bill number before any call and reuses it on every
+// resend; a channel must be idempotent by bill number. The engine delivers through the Channel seam
+// (core/engine/channel.hpp), whose built-in webhook channel wraps WebhookClient.
 #include <chrono>
 #include <cstdint>
 #include <deque>

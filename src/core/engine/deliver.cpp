@@ -1,16 +1,13 @@
 // Step 9, delivery after commit. Only the process that moved the grant to issuing delivers it, and
 // the bill number is persisted before any call and reused on every resend, so the downstream can
-// dedupe. In-database channels (ledger, outbox) complete inside one transaction. A webhook
-// delivery carries a pending resend bill from before the call on, so that a crash during the call
+// dedupe. In-database channels (ledger, outbox) complete inside one transaction. A remote channel's
+// (webhook's) delivery carries a pending resend bill from before the call on, so that a crash during the call
 // leaves a due resend with the same bill number rather than a stranded grant.
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/audit.hpp"
 #include "core/engine/bill.hpp"
-#include "core/engine/deliver_inline.hpp"
 #include "core/engine/engine.hpp"
-#include "core/engine/ledger.hpp"
 #include "core/engine/release.hpp"
 #include "core/engine/resend.hpp"
 
@@ -20,8 +17,8 @@ namespace rc::engine {
 struct Engine::Phase1 {
   DeliveryOutcome out;
   std::optional<DeliveryTarget> tgt;
-  std::string bill, type;
-  int timeout_ms = 0;
+  std::string bill;
+  Channel* ch = nullptr;  // the grant's channel
 };
 
 // Phase 1: win the move to issuing and persist the bill number. In-database channels finish here.
@@ -32,8 +29,6 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
   DeliveryOutcome& out = p.out;
   std::optional<DeliveryTarget>& tgt = p.tgt;
   std::string& bill = p.bill;
-  std::string& type = p.type;
-  int& timeout_ms = p.timeout_ms;
   {
     out = DeliveryOutcome{};
     tgt = load_delivery_target(tx, grant_id);
@@ -50,54 +45,37 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
     } else if (from != "init" && from != "delayed_resend") {
       return false;  // delivered, failed, or waiting for an external answer
     }
-    auto ch = opts_.channels.find(tgt->channel);
-    if (ch == opts_.channels.end())
+    p.ch = channel(tgt->channel);
+    if (!p.ch)
       throw Error(Exit::config, "grant " + tgt->record_code + " is delivered by channel '" + tgt->channel +
                                     "', which is not configured on this host: add [channels." + tgt->channel + "]");
-    type = ch->second.type;
-    timeout_ms = ch->second.timeout_ms;
     if (!transition(tx, "grants", "grant", tgt->id, from, "issuing", actor, "deliver via " + tgt->channel, now))
       return false;
     bill = open_bill(tx, *tgt, now);
     out.delivered_now = true;
     out.state = "issuing";
-    if (type == "ledger") {
-      // Idempotent by bill number (see ledger.hpp).
-      std::string asset = ledger_asset(tgt->item_kind, tgt->item);
-      ledger_credit(tx, bill, tgt->user, asset, tgt->amount, now);
-      transition(tx, "grants", "grant", tgt->id, "issuing", "success", actor, "ledger credited", now);
-      close_bill(tx, bill, "success", "0", "credited " + asset, now);
-      finish_resend(tx, tgt->id, "done", actor, "ledger credited", now);
-      out.state = "success";
-      out.outcome = delivery::Outcome::success;
-    } else if (type == "outbox") {
-      auto body = delivery::WebhookClient::body({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
-      tx.exec(
-          "INSERT INTO outbox (bill_no, channel, payload, state, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $4) "
-          "ON CONFLICT (bill_no) DO NOTHING",
-          {bill, tgt->channel, body, now});
-      transition(tx, "grants", "grant", tgt->id, "issuing", "awaiting_external", actor, "written to outbox", now);
-      close_bill(tx, bill, "awaiting_external", "", "", now);
-      out.state = "awaiting_external";
+    if (p.ch->in_database()) {
+      // the channel's rows, idempotent by bill number, then the move the channel names
+      const Completion c = p.ch->complete(tx, *tgt, bill, now);
+      transition(tx, "grants", "grant", tgt->id, "issuing", c.state, actor, c.why, now);
+      close_bill(tx, bill, c.state, c.code, c.message, now);
+      if (c.state == "success") finish_resend(tx, tgt->id, "done", actor, c.why, now);
+      out.state = c.state;
       out.outcome = delivery::Outcome::success;
     } else {
-      // webhook: the resend is due only after the call's own timeout has certainly passed
-      ensure_resend(tx, *tgt, bill, now + timeout_ms + opts_.resend_first_delay_ms, now + opts_.resend_expiry_ms,
-                    actor, now);
+      // remote: the resend is due only after the call's own timeout has certainly passed
+      ensure_resend(tx, *tgt, bill, now + p.ch->timeout_ms() + opts_.resend_first_delay_ms,
+                    now + opts_.resend_expiry_ms, actor, now);
     }
   }
   return true;
 }
 
 bool Engine::deliver_in(store::Tx& tx, GrantView& g) {
-  if (g.state != "init" || g.bill_no) return false;
-  auto ch = opts_.channels.find(g.channel);
-  if (ch == opts_.channels.end()) return false;
-  const std::string& type = ch->second.type;
-  if (type != "ledger" && type != "outbox") return false;
-  return deliver_inline(tx, type == "ledger" ? InlineChannel::ledger : InlineChannel::outbox, g, opts_.actor,
-                        clock_.now_ms())
-      .has_value();
+  if (g.state != "init" || g.bill_no || !opts_.channels.count(g.channel)) return false;
+  Channel* ch = channel(g.channel);
+  if (!ch->in_database()) return false;
+  return ch->deliver_from_init(tx, g, opts_.actor, clock_.now_ms()).has_value();
 }
 
 DeliveryOutcome Engine::deliver(int64_t grant_id) {
@@ -109,15 +87,13 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   const std::optional<DeliveryTarget>& tgt = p.tgt;
   const std::string& bill = p.bill;
   const std::string& actor = opts_.actor;
-  if (!out.delivered_now || p.type != "webhook") return out;
+  if (!out.delivered_now || p.ch->in_database()) return out;
 
   // Phase 2: the call, outside any transaction. A crash here leaves the grant in issuing with its
   // bill number and a pending resend bill: the resend reuses that number, never a new one.
   delivery::Result res;
   try {
-    Hook& h = webhook(tgt->channel);
-    std::lock_guard<std::mutex> l(h.mu);
-    res = h.client->post({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
+    res = p.ch->call({tgt->id, bill, tgt->user, tgt->item, tgt->amount});
   } catch (const Error& e) {
     res = {delivery::Outcome::unknown, "local_error", e.what()};
   }
@@ -164,17 +140,15 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
   return out;
 }
 
-Engine::Hook& Engine::webhook(const std::string& channel) {
+Channel* Engine::channel(const std::string& name) {
   std::lock_guard<std::mutex> l(mu_);
-  auto& slot = webhooks_[channel];
+  auto& slot = built_channels_[name];
   if (!slot) {
-    const auto& cfg = opts_.channels.at(channel);
-    std::string secret = resolve_secret(cfg.secret_ref, "channels." + channel + ".secret", opts_.getenv);
-    auto h = std::make_unique<Hook>();
-    h->client = std::make_unique<delivery::WebhookClient>(cfg, secret);
-    slot = std::move(h);
+    auto cfg = opts_.channels.find(name);
+    if (cfg == opts_.channels.end()) return nullptr;
+    slot = opts_.make_channel(cfg->second, opts_.getenv);
   }
-  return *slot;
+  return slot.get();
 }
 
 }  // namespace rc::engine

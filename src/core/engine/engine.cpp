@@ -25,6 +25,7 @@ const char* status_name(Status s) {
 Engine::Engine(store::Store& st, const Clock& clock, EngineOptions opts)
     : st_(st), clock_(clock), opts_(std::move(opts)) {
   if (!opts_.getenv) opts_.getenv = [](const char* n) { return std::getenv(n); };
+  if (!opts_.make_channel) opts_.make_channel = make_channel;
   for (const char* builtin : {"ledger", "outbox"}) {
     if (opts_.channels.count(builtin)) continue;
     delivery::ChannelConfig c;
@@ -59,15 +60,20 @@ static int64_t steady_ms() {
       .count();
 }
 
+// Whether `key` was remembered in `seen` less than ttl_ms ago; an older memory is forgotten.
+// REQUIRES: the caller holds mu_.
+template <class K>
+static bool recent(std::map<K, int64_t>& seen, const K& key, int64_t ttl_ms) {
+  auto it = seen.find(key);
+  if (it == seen.end()) return false;
+  if (steady_ms() - it->second <= ttl_ms) return true;
+  seen.erase(it);
+  return false;
+}
+
 bool Engine::known_sold_out(int64_t prize_id) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = sold_out_.find(prize_id);
-  if (it == sold_out_.end()) return false;
-  if (steady_ms() - it->second > opts_.sold_out_memory_ms) {
-    sold_out_.erase(it);
-    return false;
-  }
-  return true;
+  return recent(sold_out_, prize_id, opts_.sold_out_memory_ms);
 }
 
 void Engine::remember_sold_out(int64_t prize_id) {
@@ -77,13 +83,7 @@ void Engine::remember_sold_out(int64_t prize_id) {
 
 bool Engine::known_uncovered(const std::string& activity) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = uncovered_.find(activity);
-  if (it == uncovered_.end()) return false;
-  if (steady_ms() - it->second > opts_.sold_out_memory_ms) {
-    uncovered_.erase(it);
-    return false;
-  }
-  return true;
+  return recent(uncovered_, activity, opts_.sold_out_memory_ms);
 }
 
 void Engine::remember_uncovered(const std::string& activity) {

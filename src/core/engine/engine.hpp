@@ -30,6 +30,7 @@
 #include "core/alert_outbox.hpp"
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
+#include "core/engine/channel.hpp"
 #include "core/engine/budget_ladder.hpp"
 #include "core/engine/grant_view.hpp"
 #include "core/store/store.hpp"
@@ -76,6 +77,9 @@ struct EngineOptions {
   std::string actor = "rewardctl";
   std::map<std::string, delivery::ChannelConfig> channels;  // from parse_channels (ledger, outbox built in)
   GetEnv getenv;                 // resolves channel secrets
+  // Builds each configured channel on its first delivery (channel.hpp). Empty: the built-in
+  // make_channel (ledger, outbox, webhook).
+  ChannelFactory make_channel;
   int64_t resend_first_delay_ms = 60'000;
   int64_t resend_expiry_ms = 5LL * 24 * 3600 * 1000;
   int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
@@ -171,12 +175,9 @@ class Engine {
   // bucket short) - its chunks take as they go for sold_out_memory_ms instead of running twice.
   bool known_uncovered(const std::string& activity);
   void remember_uncovered(const std::string& activity);
-  // One client per channel; a client is not thread-safe, so callers post under its mutex.
-  struct Hook {
-    std::mutex mu;
-    std::unique_ptr<delivery::WebhookClient> client;
-  };
-  Hook& webhook(const std::string& channel);
+  // The channel named `name`, built on first use by opts_.make_channel; nullptr when this host has
+  // no such channel configured. Throws what the factory throws (Error(config)).
+  Channel* channel(const std::string& name);
 
   store::Store& st_;
   const Clock& clock_;
@@ -185,7 +186,7 @@ class Engine {
   std::map<std::string, std::shared_ptr<const ActivityCatalog>> catalogs_;
   std::map<int64_t, Millis> sold_out_;
   std::map<std::string, Millis> uncovered_;
-  std::map<std::string, std::unique_ptr<Hook>> webhooks_;
+  std::map<std::string, std::unique_ptr<Channel>> built_channels_;
 };
 
 }  // namespace rc::engine
