@@ -3,9 +3,11 @@
 // the same tables, measured in the same run (DESIGN §8: reconcile <= 3x a raw GROUP BY).
 //
 //   build/bench/reconcile [--grants N] [--repeat K] [--backend sqlite|postgres|both] [--pg CONNINFO] [--checks] [--keep]
+//                         [--reuse SCHEMA]
 //
 // Defaults: 1,000,000 grants, best of 2 (runs interleaved: only ratios within one invocation mean
-// anything on these shared machines). --checks prints each check's time; --keep keeps the database.
+// anything on these shared machines). --checks prints each check's time; --keep keeps the database;
+// --reuse SCHEMA (PostgreSQL) measures a schema an earlier --keep kept, as it is, without building.
 // The rows are generated inside the database with set-based INSERT ... SELECT over a number series
 // (generate_series / a recursive CTE), so building 1M grants takes seconds, not minutes. The data are
 // consistent, and the bench fails when reconcile finds any difference in them.
@@ -258,6 +260,7 @@ int main(int argc, char** argv) {
   int64_t n = 1'000'000;
   int repeat = 2;
   bool do_sqlite = true, do_pg = true, per_check = false, keep = false, json = false;
+  std::string reuse;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--grants" && i + 1 < argc) n = std::atoll(argv[++i]);
@@ -265,6 +268,7 @@ int main(int argc, char** argv) {
     else if (a == "--pg" && i + 1 < argc) pg = argv[++i];
     else if (a == "--checks") per_check = true;
     else if (a == "--keep") keep = true;
+    else if (a == "--reuse" && i + 1 < argc) reuse = argv[++i];
     else if (a == "-o" && i + 1 < argc && std::string(argv[i + 1]) == "json") json = (++i, true);
     else if (a == "-o" && i + 1 < argc && std::string(argv[i + 1]) == "table") json = (++i, false);
     else if (a == "--backend" && i + 1 < argc) {
@@ -274,7 +278,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: reconcile [--grants N] [--repeat K] [--backend sqlite|postgres|both] [--pg CONNINFO] "
-                   "[--checks] [--keep] [-o table|json]\n");
+                   "[--checks] [--keep] [--reuse SCHEMA] [-o table|json]\n");
       return 64;
     }
   }
@@ -289,7 +293,11 @@ int main(int argc, char** argv) {
     targets.push_back({"sqlite", "sqlite:" + path, ""});
   }
   if (do_pg) {
-    std::string schema = "bench_rec_" + std::to_string(getpid());
+    std::string schema = reuse.empty() ? "bench_rec_" + std::to_string(getpid()) : reuse;
+    if (schema.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      std::fprintf(stderr, "reconcile: --reuse: '%s' is not a schema name this bench makes\n", schema.c_str());
+      return 64;
+    }
     targets.push_back({"postgres", pg + " options='-c search_path=" + schema + "'", schema});
   }
   if (!json)
@@ -297,7 +305,10 @@ int main(int argc, char** argv) {
                 "grants agg s", "all aggs s", "rec/grants", "rec/all aggs");
   std::vector<Result> results;
   for (auto& t : targets) {
-    if (t.name == "postgres") {
+    const bool reused = t.name == "postgres" && !reuse.empty();
+    if (reused) {
+      // (measured as it is: the schema a --keep left)
+    } else if (t.name == "postgres") {
       auto admin = store::open_postgres(pg, {});
       admin->exec("DROP SCHEMA IF EXISTS " + t.schema + " CASCADE");
       admin->exec("CREATE SCHEMA " + t.schema);
@@ -307,12 +318,14 @@ int main(int argc, char** argv) {
       store::open_store(store::parse_dsn(t.url, "bench"), o);
     }
     auto s = open(t);
-    store::migrate(*s, 0);
     Result r;
     r.backend = t.name;
-    auto t0 = std::chrono::steady_clock::now();
-    generate(*s, n);
-    r.build = since(t0);
+    if (!reused) {
+      store::migrate(*s, 0);
+      auto t0 = std::chrono::steady_clock::now();
+      generate(*s, n);
+      r.build = since(t0);
+    }
     r.grants = s->query("SELECT count(*) FROM grants")[0].i64(0);
     r.log_rows = s->query("SELECT count(*) FROM status_log")[0].i64(0);
     r.entries = s->query("SELECT count(*) FROM ledger_entry")[0].i64(0);
@@ -332,7 +345,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     results.push_back(r);
     s.reset();
-    if (keep) {
+    if (keep || reused) {
       if (!json) std::printf("    kept: %s\n", t.url.c_str());
       continue;
     }

@@ -70,48 +70,85 @@ void tune_read(store::Tx& tx) {
 
 namespace {
 
-// The checks of one run, shared by the connections that perform them. Each connection takes the
-// next check in the table's order, so `more` (asked under the lock before each check) still skips
-// a check and every later one; a failure stops the taking and is rethrown once all have finished.
+// A connection of a run whose checks are side by side (PostgreSQL): its queries get no parallel
+// workers. The connections are the run's parallelism already (as many as the server gives one
+// query, connections_for); a worker is a new process each time, which first has to map every
+// shared-buffer page it reads, and would only take a core from another connection's check.
+void side_by_side(store::Tx& tx) { tx.exec_script("SET LOCAL max_parallel_workers_per_gather = 0"); }
+
+// The checks of one run, shared by the connections that perform them: each check's queries (its sql,
+// then its more_sql), taken in the table's order, or side by side heaviest first (Check::weight;
+// then the table's order). `more` is asked under the lock before each check's first query: false
+// skips that check and every one not yet begun, while the other queries of a begun check are still
+// performed (a check is performed whole or not at all). A failure stops the taking and is rethrown
+// once all have finished.
 struct Queue {
+  struct Item {
+    size_t check;  // index in todo
+    size_t part;   // 0: the check's sql; i: its more_sql[i - 1]
+  };
   std::vector<const Check*> todo;        // the selected checks, in the table's order
-  std::vector<std::vector<Diff>> diffs;  // per check of todo, filled by the connection that ran it
-  std::vector<double> seconds;
-  std::vector<char> ran;
-  size_t next = 0;
-  bool stop = false;
+  std::vector<Item> items;               // their queries, in the table's order
+  std::vector<size_t> order;             // indexes in items, in the order they are taken
+  std::vector<std::vector<Diff>> diffs;  // per item, filled by the connection that ran it
+  std::vector<double> seconds;           // per item
+  std::vector<char> ran;                 // per item
+  std::vector<char> begun;               // per check: its first query was taken
+  size_t next = 0;                       // in order
+  bool stopped = false;                  // `more` said stop: no check begins any more
   std::exception_ptr error;
   std::mutex mu;
 
-  // The next check to perform (its index in todo), or false: none left, stopped, or failed.
+  explicit Queue(std::vector<const Check*> checks) : todo(std::move(checks)) {
+    for (size_t c = 0; c < todo.size(); ++c)
+      for (size_t p = 0; p <= todo[c]->more_sql.size(); ++p) {
+        order.push_back(items.size());
+        items.push_back({c, p});
+      }
+    diffs.resize(items.size());
+    seconds.assign(items.size(), 0);
+    ran.assign(items.size(), 0);
+    begun.assign(todo.size(), 0);
+  }
+  void heaviest_first() {
+    std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) { return weight(a) > weight(b); });
+  }
+  int weight(size_t item) const { return items[item].part ? 0 : todo[items[item].check]->weight; }
+  // The next query to perform (its index in items), or false: none left, or failed.
   bool take(const Options& o, size_t& slot) {
     std::lock_guard<std::mutex> l(mu);
-    if (stop || next >= todo.size()) return false;
-    if (o.more && !o.more()) {
-      stop = true;
-      return false;
+    for (; next < order.size() && !error; ++next) {
+      const Item& it = items[order[next]];
+      if (it.part == 0) {
+        if (!stopped && o.more && !o.more()) stopped = true;
+        if (stopped) continue;
+        begun[it.check] = 1;
+      } else if (!begun[it.check]) {
+        continue;
+      }
+      slot = order[next++];
+      return true;
     }
-    slot = next++;
-    return true;
+    return false;
   }
   void fail(std::exception_ptr e) {
     std::lock_guard<std::mutex> l(mu);
     if (!error) error = e;
-    stop = true;
   }
 };
 
-// Performs checks from the queue in tx until none is left. Never throws: a failure goes to the
-// queue (a transaction retried by its store must not lose a check it had taken).
+// Performs queries from the queue in tx until none is left. Never throws: a failure goes to the
+// queue (a transaction retried by its store must not lose a query it had taken).
 void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::string, store::Value>& values) {
   try {
     size_t slot = 0;
     while (q.take(o, slot)) {
-      const Check& c = *q.todo[slot];
+      const Check& c = *q.todo[q.items[slot].check];
+      const size_t part = q.items[slot].part;
       auto t0 = std::chrono::steady_clock::now();
       const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
-      auto [sql, params] = bind_named(own ? c.sqlite_sql : c.sql, values);
-      spdlog::trace("reconcile check {}: {}", c.info.name, sql);
+      auto [sql, params] = bind_named(part ? c.more_sql[part - 1] : own ? c.sqlite_sql : c.sql, values);
+      spdlog::trace("reconcile check {} ({}): {}", c.info.name, part, sql);
       auto r = tx.query(sql, params);
       auto& out = q.diffs[slot];
       for (auto& row : r.rows) {
@@ -121,7 +158,7 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
       }
       q.seconds[slot] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       q.ran[slot] = 1;
-      spdlog::debug("reconcile check {}: {} diff(s) in {:.3f} s", c.info.name, r.size(), q.seconds[slot]);
+      spdlog::debug("reconcile check {} ({}): {} diff(s) in {:.3f} s", c.info.name, part, r.size(), q.seconds[slot]);
     }
   } catch (...) {
     q.fail(std::current_exception());
@@ -162,13 +199,11 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
-    Queue q;
+    std::vector<const Check*> todo;
     for (auto& c : check_table())
-      if (std::find(names.begin(), names.end(), c.info.name) != names.end()) q.todo.push_back(&c);
-    q.diffs.resize(q.todo.size());
-    q.seconds.assign(q.todo.size(), 0);
-    q.ran.assign(q.todo.size(), 0);
-    const int n = connections_for(tx, o, q.todo.size());
+      if (std::find(names.begin(), names.end(), c.info.name) != names.end()) todo.push_back(&c);
+    Queue q(std::move(todo));
+    const int n = connections_for(tx, o, q.items.size());
     std::vector<store::Store*> companions;  // (opened here, on this thread, before any other starts)
     for (int i = 1; i < n; ++i)
       if (auto* c = st.companion(size_t(i - 1))) companions.push_back(c);
@@ -179,6 +214,10 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
       // makes, hexadecimal groups joined by dashes, before it is quoted into the text)
       if (snapshot.empty() || snapshot.find_first_not_of("0123456789ABCDEFabcdef-") != std::string::npos)
         throw Error(Exit::internal, "reconcile: unexpected snapshot identifier '" + snapshot + "'");
+    }
+    if (!companions.empty()) {
+      side_by_side(tx);
+      q.heaviest_first();
     }
     struct Joiner {
       std::vector<std::thread> threads;
@@ -193,6 +232,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
           other->transact(store::TxMode::read, [&](store::Tx& t) {
             t.exec_script("SET TRANSACTION SNAPSHOT '" + snapshot + "'");
             tune_read(t);
+            side_by_side(t);
             perform(t, q, o, values);
           });
         } catch (...) {
@@ -202,13 +242,20 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     perform(tx, q, o, values);
     for (auto& t : others.threads) t.join();
     if (q.error) std::rethrow_exception(q.error);
-    for (size_t i = 0; i < q.todo.size(); ++i) {
-      if (!q.ran[i]) {
-        if (skipped) skipped->push_back(q.todo[i]->info.name);
+    for (size_t i = 0; i < q.items.size();) {  // per check: its queries' rows in order
+      const size_t check = q.items[i].check;
+      double sec = 0;
+      bool ran = true;
+      for (; i < q.items.size() && q.items[i].check == check; ++i) {
+        ran = ran && q.ran[i];
+        sec += q.seconds[i];
+        for (auto& d : q.diffs[i]) diffs.push_back(std::move(d));
+      }
+      if (!ran) {
+        if (skipped) skipped->push_back(q.todo[check]->info.name);
         continue;
       }
-      for (auto& d : q.diffs[i]) diffs.push_back(std::move(d));
-      if (seconds) seconds->emplace_back(q.todo[i]->info.name, q.seconds[i]);
+      if (seconds) seconds->emplace_back(q.todo[check]->info.name, sec);
     }
   });
   return diffs;

@@ -1,8 +1,8 @@
 #pragma once
 // reconcile: proof after the fact that every cent and every unit is accounted for (DESIGN §6).
 //
-// Each named check is ONE set-based query over the whole database (or one activity), never a loop
-// over rows in C++: the database does the joins and the arithmetic, so a full run costs a few
+// Each named check is ONE set-based query (the ledger check two) over the whole database (or one
+// activity), never a loop over rows in C++: the database does the joins and the arithmetic, so a full run costs a few
 // scans of each table however many grants there are. All checks of a run read one snapshot (one
 // read transaction), so claims committing meanwhile never show up as half-done differences.
 // A run is stored (reconcile_run + one reconcile_diff row per difference) so that the differences
@@ -48,8 +48,9 @@ struct Options {
   std::vector<std::string> ledger_channels{"ledger"};  // channels of type ledger (config [channels.*])
   std::string operator_name = "rewardctl";
   bool dry_run = false;                 // run the checks, store nothing (run id 0)
-  // Asked before each check: false skips it and every later one (the job runner's --limit,
-  // --max-runtime and signals; a check's query itself is never cut short by this). Empty: all run.
+  // Asked before each check begins: false skips it and every check not yet begun (the job runner's
+  // --limit, --max-runtime and signals; a begun check is performed whole, its queries never cut
+  // short by this). Empty: all run.
   // Called from the thread of the connection that takes the check, one call at a time.
   std::function<bool()> more;
   // PostgreSQL: how many connections perform the checks side by side, all reading the run's one
@@ -92,7 +93,8 @@ int connections_for(store::Session& s, const Options& o, size_t checks);
 
 // Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
 // On PostgreSQL the checks may be shared out to other connections (connections_for), which import
-// this run's snapshot: they still all read the same one; the diffs keep the table's order.
+// this run's snapshot: they still all read the same one, heaviest query first (Check::weight), with
+// no parallel workers of their own; the diffs keep the table's order.
 // `seconds`, when given, receives each check's time, in order.
 // `skipped`, when given, receives the checks that `o.more` stopped.
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,

@@ -13,6 +13,14 @@ struct Check {
   std::string sql;  // rows of (entity, key, expected, actual, detail, at ms or NULL); named parameters
   // SQLite's text when the cheapest form differs (same rows, same order of columns); empty: sql
   std::string sqlite_sql = {};
+  // Further queries of the check (both dialects), whose rows follow sql's in this order: a run may
+  // perform them on other connections beside it (the same snapshot), so that one long check is not
+  // the whole run's wait. `more` is asked before a check's first query only.
+  std::vector<std::string> more_sql = {};
+  // How long sql takes against the other checks' queries on a big database (0: a moment): when a
+  // run's checks are side by side, the heaviest queries are taken first (then the table's order),
+  // so that no connection is left with a long query after the others have finished.
+  int weight = 0;
 };
 const std::vector<Check>& check_table();
 

@@ -503,6 +503,38 @@ TEST_CASE("reconcile: checks on other connections read the run's one snapshot") 
   CHECK(found == std::set<std::string>{"budget", "ledger", "limits", "status_log"});
 }
 
+// A check is performed whole or not at all: the ledger check is two queries (its grants and entries,
+// then the balances), which PostgreSQL may perform on two connections; `more` saying stop after the
+// ledger check began still lets its balances query run (and find a wrong balance), and skips every
+// check not yet begun. Side by side (PostgreSQL) the heaviest checks are begun first, the ledger
+// before limits as in the table's order; one connection (SQLite) takes the table's order.
+TEST_CASE("reconcile: a check begun before `more` says stop is performed whole") {
+  TestDb db;
+  db.migrate();
+  db.expect_damage();
+  books(db);
+  namespace rec = rc::jobs::reconcile;
+  auto st = db.open();
+  st->exec("UPDATE ledger_account SET balance = balance + 1 WHERE user_id = 'u1'");
+  st->exec("UPDATE limit_counter SET used = used + 1 WHERE user_id = 'u2'");
+  for (int connections : {1, 3}) {
+    CAPTURE(connections);
+    rec::Options o;
+    o.checks = {"ledger", "limits"};
+    o.connections = connections;
+    int calls = 0;
+    o.more = [&] { return ++calls == 1; };
+    std::vector<std::string> skipped;
+    auto diffs = rec::find_diffs(*st, o, 0, nullptr, &skipped);
+    CHECK(calls == 2);  // asked before the ledger check and before limits, not before the balances
+    REQUIRE(diffs.size() == 1);
+    CHECK(diffs[0].check == "ledger");
+    CHECK(diffs[0].entity == "ledger_account");
+    CHECK(diffs[0].key == "u1/coupon:thing");
+    CHECK(skipped == std::vector<std::string>{"limits"});
+  }
+}
+
 // The oracle itself: a test that leaves damaged books behind without saying so fails. (should_fail:
 // this test passes only when the harness's end-of-test reconcile fails it.)
 TEST_CASE("reconcile: the oracle fails a test whose books do not add up" * doctest::should_fail()) {
