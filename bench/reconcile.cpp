@@ -318,6 +318,10 @@ int main(int argc, char** argv) {
       store::open_store(store::parse_dsn(t.url, "bench"), o);
     }
     auto s = open(t);
+    if (reused && s->query("SELECT CASE WHEN to_regclass('grants') IS NULL THEN 1 ELSE 0 END")[0].i64(0)) {
+      std::fprintf(stderr, "reconcile: --reuse: no bench schema '%s' (an earlier --keep prints one)\n", t.schema.c_str());
+      return 66;
+    }
     Result r;
     r.backend = t.name;
     if (!reused) {
