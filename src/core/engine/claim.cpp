@@ -46,6 +46,9 @@ struct ClaimRun {
   // claim_many: record the hot-row takes of a direct prize without a ladder instead of making them
   bool defer_hot_rows = false;
   std::optional<HotTake> deferred;
+  // deliver a grant whose channel is in the database before the hot rows (claim_step: r.deliver,
+  // not a dry run)
+  bool deliver_now = false;
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
@@ -155,17 +158,6 @@ struct ClaimRun {
     g.id = *id;
     if (qual_id) log_qualification_used(tx, *qual_id, e.opts_.actor, g.record_code, now);
 
-    // 8. budget, then stock: the hot rows, last (claim_many may take them at the end of its chunk)
-    std::optional<LadderMove> moved;
-    std::optional<int64_t> got;
-    if (defer_hot_rows && cat.kind == "direct" && !cat.has_ladder) {
-      deferred = HotTake{cat.id, *cost, p.id, ng.bucket, cat.has_budget && *cost > 0};
-      got = ng.bucket;
-    } else {
-      take_hot_rows(cat, p, *cost, ng.bucket, moved, got);
-    }
-    if (*got != ng.bucket) set_grant_bucket(tx, g.id, *got);
-
     g.biz_id = r.biz_id;
     g.activity = r.activity;
     g.prize = p.code;
@@ -179,10 +171,28 @@ struct ClaimRun {
     g.source = r.source;
     g.draw_value = draw_value;
     g.pool_version = ng.pool_version;
-    g.bucket = *got;
     if (degraded_from) g.degraded_from = degraded_from->code;
     g.reason = ng.reason;
     g.created_at = g.updated_at = now;
+
+    // 9. a channel in the database delivers now, in this transaction, before the hot rows: every
+    // concurrent claim of the activity queues on its budget row (and a hot prize's stock row), so
+    // those stay locked only for their own updates and the commit. A hot row that refuses rolls
+    // the delivery back with the rest of the claim.
+    if (deliver_now) e.deliver_in(tx, g);
+
+    // 8. budget, then stock: the hot rows, last (claim_many may take them at the end of its chunk)
+    std::optional<LadderMove> moved;
+    std::optional<int64_t> got;
+    if (defer_hot_rows && cat.kind == "direct" && !cat.has_ladder) {
+      deferred = HotTake{cat.id, *cost, p.id, ng.bucket, cat.has_budget && *cost > 0};
+      got = ng.bucket;
+    } else {
+      take_hot_rows(cat, p, *cost, ng.bucket, moved, got);
+    }
+    if (*got != ng.bucket) set_grant_bucket(tx, g.id, *got);
+    g.bucket = *got;
+
     ladder_move = std::move(moved);
   }
 
@@ -221,6 +231,7 @@ struct ClaimRun {
 StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, bool defer_hot_rows) {
   StepResult step;
   ClaimRun run{*this, r, tx, now, {}, 0, {}, std::nullopt, std::nullopt, false, defer_hot_rows, std::nullopt};
+  run.deliver_now = r.deliver && !r.dry_run;
   try {
     run.run();
     step.kind = StepResult::granted;
@@ -278,9 +289,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
       if (step.kind == StepResult::granted) {
         granted = std::move(step.grant);
         ladder = std::move(step.ladder);
+        // 9. a channel in the database delivered in this transaction (claim_step): one commit for both
         if (r.dry_run) tx.rollback_only();
-        // 9. a channel in the database delivers in this transaction: one commit for both
-        else if (r.deliver) deliver_in(tx, *granted);
       } else {
         twin = step.kind == StepResult::twin;
         out.reason = step.reason;
