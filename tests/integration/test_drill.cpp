@@ -70,12 +70,19 @@ std::vector<pid_t> workers_marked(const std::string& mark) {
   for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string n = e.path().filename().string();
     if (n.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmd(e.path() / "cmdline"), env(e.path() / "environ");
-    std::string c((std::istreambuf_iterator<char>(cmd)), {}), v((std::istreambuf_iterator<char>(env)), {});
-    if (c.find("__drill-worker") == std::string::npos) continue;
+    // A process that exits while it is read makes the read fail (ESRCH), which libstdc++'s filebuf
+    // reports by throwing: such a process is gone, not running.
+    std::string c, v, st;
+    try {
+      std::ifstream cmd(e.path() / "cmdline"), env(e.path() / "environ"), stat(e.path() / "stat");
+      c.assign(std::istreambuf_iterator<char>(cmd), {});
+      if (c.find("__drill-worker") == std::string::npos) continue;
+      v.assign(std::istreambuf_iterator<char>(env), {});
+      st.assign(std::istreambuf_iterator<char>(stat), {});
+    } catch (const std::exception&) {
+      continue;
+    }
     if (v.find(mark + "=1") == std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string st((std::istreambuf_iterator<char>(stat)), {});
     const auto rp = st.rfind(')');
     if (rp != std::string::npos && st.size() > rp + 2 && st[rp + 2] == 'Z') continue;  // a zombie is not running
     out.push_back(pid_t(std::stol(n)));
