@@ -5,12 +5,11 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
 #include "jobs/list_issue.hpp"
 
 namespace rc::cli {
-
-engine::EngineOptions engine_options(Ctx& ctx);
 
 namespace {
 

@@ -43,6 +43,13 @@ void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show 
 void register_list_issue(CLI::App& app, Ctx& ctx);  // list-issue (cmd_list_issue.cpp)
 void register_fuse(CLI::App& app, Ctx& ctx);  // fuse-scan, fuse list | show | release | confirm | block | unblock
 void register_completion(CLI::App& app, Ctx& ctx);  // completion bash|zsh|fish (cmd_completion.cpp)
+void register_jobs(CLI::App& app, Ctx& ctx);     // expire, jobs history | locks (cmd_jobs.cpp)
+void register_resend(CLI::App& app, Ctx& ctx);   // resend, resend list | retry | abandon (cmd_resend.cpp)
+void register_report(CLI::App& app, Ctx& ctx);   // report (cmd_report.cpp)
+void register_drill(CLI::App& app, Ctx& ctx);    // drill (cmd_drill.cpp)
+// activity blacklist | gray | stock | budget | change (cmd_activity_live.cpp)
+void register_activity_live(CLI::App& app, Ctx& ctx);
+void register_activity_version(CLI::App& app, Ctx& ctx);  // activity diff (cmd_activity_version.cpp)
 // "rewardctl 0.1.0 (commit 1a2b3c4d5e6f, schema 2)": what --version prints (cmd_help.cpp).
 std::string version_line();
 
