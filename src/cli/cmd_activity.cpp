@@ -175,7 +175,8 @@ void register_activity(CLI::App& app, Ctx& ctx) {
     if (c.settings.review_drill_required) {
       // only a publish that would happen asks (an illegal transition reports its own state)
       auto a = rc::activity::get(st->autocommit(), opt.code);
-      if (a.state == "approved" || a.state == "gray") require_drill(c, *st, a.code, a.definition_hash);
+      if (a.state == ActivityState::approved || a.state == ActivityState::gray)
+        require_drill(c, *st, a.code, a.definition_hash);
     }
     return print_transition(c, control(*st, opt.code, opt.gray ? Op::publish_gray : Op::publish_full, std::nullopt,
                                        actor(c), c.now()));

@@ -8,6 +8,7 @@
 #include "core/alert_outbox.hpp"
 #include "core/activity/live.hpp"
 #include "core/identifier.hpp"
+#include "core/states.hpp"
 #include "jobs/import_rows.hpp"
 #include "jobs/input.hpp"
 
@@ -163,7 +164,7 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
   auto* ch = g->add_subcommand("change", "Changes to stock and budget: list, approve, reject")->require_subcommand(1);
   auto* cl = ch->add_subcommand("list", "Every change, newest first");
   cl->add_option("--activity", opt.code, "Only changes of this activity");
-  cl->add_option("--state", opt.state, "Only changes in this state")->check(CLI::IsMember({"proposed", "applied", "rejected"}));
+  cl->add_option("--state", opt.state, "Only changes in this state")->check(CLI::IsMember(all_names<ChangeRequestState>()));
   on(cl, ctx, [](Ctx& c) {
     auto st = c.open_store();
     std::optional<std::string> code, state;

@@ -7,6 +7,7 @@
 #include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
 #include "core/engine/engine.hpp"
+#include "core/states.hpp"
 #include "jobs/alert.hpp"
 #include "jobs/fuse.hpp"
 
@@ -76,7 +77,7 @@ void register_fuse(CLI::App& app, Ctx& ctx) {
                    ->require_subcommand(1);
   auto* list = fuse->add_subcommand("list", "Fuse events, newest first");
   list->add_option("--state", opt.state, "Only tripped or released events")
-      ->check(CLI::IsMember({"tripped", "released"}));
+      ->check(CLI::IsMember(all_names<FuseEventState>()));
   list->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();

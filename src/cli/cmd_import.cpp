@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/context.hpp"
+#include "core/states.hpp"
 #include "cli/time_flag.hpp"
 #include "cli/job_common.hpp"
 #include "core/identifier.hpp"
@@ -223,7 +224,7 @@ void register_import(CLI::App& app, Ctx& ctx) {
   auto* count = q->add_subcommand("count", "Count an activity's qualifications");
   count->add_option("ACTIVITY", opt.activity, "Activity code")->required();
   count->add_option("--status", opt.status, "Only this status")
-      ->check(CLI::IsMember({"unused", "used", "revoked", "expired"}));
+      ->check(CLI::IsMember(all_names<QualificationStatus>()));
   count->callback([&ctx] { ctx.action = [&ctx] { return run_count(ctx); }; });
 }
 

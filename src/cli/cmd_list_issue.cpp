@@ -7,6 +7,7 @@
 #include "cli/context.hpp"
 #include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
+#include "core/states.hpp"
 #include "jobs/list_issue.hpp"
 
 namespace rc::cli {
@@ -79,7 +80,7 @@ Exit run_plan(Ctx& ctx) {
 Exit report_change(Ctx& ctx, const li::Change& c) {
   json j{{"batch", c.batch_no}, {"from", c.from}, {"to", c.to}, {"changed", c.changed},
          {"dry_run", c.dry_run}, {"message", c.message}};
-  if (c.to == "cancelled") j["items_cancelled"] = c.items;
+  if (c.to == name(ListBatchState::cancelled)) j["items_cancelled"] = c.items;
   ctx.out.record(j);
   if (!c.changed) {
     spdlog::error("{}", c.message);
@@ -288,7 +289,7 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
 
   auto* items = batch_command(g, "items", "The items of a batch in file order: user, state, record code, reason");
   items->add_option("--state", opt.state, "Only items in this state")
-      ->check(CLI::IsMember({"pending", "held", "issued", "rejected", "failed", "cancelled"}));
+      ->check(CLI::IsMember(all_names<ListItemState>()));
   items->add_option("--limit", opt.limit, "At most N items (default 100)")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   on(items, run_items);
 

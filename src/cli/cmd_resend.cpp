@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/engine_setup.hpp"
+#include "core/states.hpp"
 #include "cli/job_common.hpp"
 #include "jobs/resend.hpp"
 
@@ -60,7 +61,7 @@ void register_resend(CLI::App& app, Ctx& ctx) {
 
   auto* list = rs->add_subcommand("list", "Resend bills, next due first");
   list->add_option("--state", opt.state, "pending, manual or done (default all)")
-      ->check(CLI::IsMember({"pending", "manual", "done"}));
+      ->check(CLI::IsMember(all_names<ResendState>()));
   list->add_option("--activity", opt.activity, "Only this activity");
   list->add_option("--limit", opt.limit, "At most N bills (default 100)")->check(CLI::Range(1, 1000000));
   list->callback([&ctx] {

@@ -16,7 +16,7 @@ int64_t queue_alert(store::Session& s, const std::string& kind, std::optional<in
   body["alert_id"] = id;
   s.exec("UPDATE alert_outbox SET body = $2 WHERE id = $1",
          {id, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
-  log_status(s, {"alert", id, std::nullopt, "pending", "rewardctl", kind, std::nullopt}, now);
+  log_created(s, id, AlertState::pending, "rewardctl", kind, now);
   return id;
 }
 
@@ -27,7 +27,8 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
   if (r.empty()) return AlertResult::gone;
   const std::string kind = r[0].str(0);
   if (!post && !final) return AlertResult::left;
-  std::string to = "skipped", why = "no [alerts] webhook configured";
+  AlertState to = AlertState::skipped;
+  std::string why = "no [alerts] webhook configured";
   if (post) {
     bool ok = false;
     std::string error;
@@ -37,7 +38,7 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
     } catch (const std::exception& e) {
       error = e.what();
     }
-    to = "sent";
+    to = AlertState::sent;
     why = "posted to the [alerts] webhook";
     if (!ok) {
       const bool last = r[0].i64(2) + 1 >= kMaxAlertAttempts;
@@ -48,7 +49,7 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
       bool moved = false;
       st.transact(store::TxMode::write, [&](store::Tx& tx) {
         if (last)
-          moved = transition(tx, "alert_outbox", "alert", id, "pending", "failed", actor,
+          moved = transition(tx, id, AlertState::pending, AlertState::failed, actor,
                              "given up after " + std::to_string(kMaxAlertAttempts) + " attempts: " + error.substr(0, 300),
                              now, ", attempts = attempts + 1, last_error = $5", {error.substr(0, 500)});
         else
@@ -61,7 +62,7 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
   }
   bool moved = false;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
-    moved = transition(tx, "alert_outbox", "alert", id, "pending", to, actor, why, now, ", attempts = attempts + $5",
+    moved = transition(tx, id, AlertState::pending, to, actor, why, now, ", attempts = attempts + $5",
                        {int64_t(post ? 1 : 0)});
   });
   if (!moved) return AlertResult::gone;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc {
@@ -30,6 +31,33 @@ bool transition(store::Session& s, const std::string& table, const std::string& 
                 const std::string& from, const std::string& to, const std::string& actor,
                 const std::optional<std::string>& reason, Millis now, const std::string& extra_set = "",
                 const store::Params& extra = {}, const std::optional<std::string>& request_id = std::nullopt);
+
+// The same for a state machine of states.hpp: the table and the status-log entity come from
+// StateMachine<E>, the state names from E's table.
+template <class E>
+bool transition(store::Session& s, int64_t id, E from, E to, const std::string& actor,
+                const std::optional<std::string>& reason, Millis now, const std::string& extra_set = "",
+                const store::Params& extra = {}, const std::optional<std::string>& request_id = std::nullopt) {
+  return transition(s, StateMachine<E>::table, StateMachine<E>::entity, id, name(from), name(to), actor, reason, now,
+                    extra_set, extra, request_id);
+}
+
+// The status-log row of a creation (no from state) in a state machine of states.hpp.
+// REQUIRES: called inside the transaction that created the row.
+template <class E>
+void log_created(store::Session& s, int64_t id, E to, const std::string& actor, const std::optional<std::string>& reason,
+                 Millis now) {
+  log_status(s, {StateMachine<E>::entity, id, std::nullopt, name(to), actor, reason, std::nullopt}, now);
+}
+
+// The status-log row of a move the caller made itself (one statement moving many rows, or a
+// conditional update that also sets other columns). REQUIRES: inside the transaction that moved it.
+template <class E>
+void log_moved(store::Session& s, int64_t id, E from, E to, const std::string& actor,
+               const std::optional<std::string>& reason, Millis now,
+               const std::optional<std::string>& request_id = std::nullopt) {
+  log_status(s, {StateMachine<E>::entity, id, std::string(name(from)), name(to), actor, reason, request_id}, now);
+}
 
 // One row per mutating operator action. detail is a JSON object text.
 void audit(store::Session& s, const std::string& op, const std::string& action, const std::string& entity,

@@ -128,6 +128,12 @@ const NameTable<OutboxState>& names(OutboxState) {
   return t;
 }
 
+const NameTable<activity::Kind>& names(activity::Kind) {
+  using K = activity::Kind;
+  static const NameTable<K> t{"activity kind", {{K::direct, "direct"}, {K::lottery, "lottery"}, {K::redpack, "redpack"}}};
+  return t;
+}
+
 void throw_unknown_name(const char* what, std::string_view s) {
   const size_t kShown = 64;  // a huge value is named by its start
   std::string shown(s.substr(0, kShown));

@@ -1,6 +1,6 @@
 #pragma once
-// The states of everything that has a state machine (docs/design.md §3), as enums with one name
-// table each. The names are what the database stores, what the status log
+// The states of everything that has a state machine (docs/design.md §3), and the activity kind, as
+// enums with one name table each. The names are what the database stores, what the status log
 // records and what `-o json` and the tables show: a state is turned into text, and text into a
 // state, only through these tables. SQL text may still spell a state inside a query (an index
 // predicate, a WHERE on a constant); everything the code compares or binds goes through here.
@@ -53,6 +53,11 @@ enum class ImportRunState { running, done };
 // outbox.state (core/engine/deliver*.cpp, completion.cpp): the hand-over to an external system, not logged.
 enum class OutboxState { pending, done, failed };
 
+namespace activity {
+// activity.kind.
+enum class Kind { direct, lottery, redpack };
+}  // namespace activity
+
 // The one name table of an enum: every value exactly once, in declaration order (so that a value's
 // name is entries[value]; tests/unit/test_states.cpp checks it), and `what` names the table in
 // messages ("grant state").
@@ -77,6 +82,7 @@ const NameTable<FuseEventState>& names(FuseEventState);
 const NameTable<AlertState>& names(AlertState);
 const NameTable<ImportRunState>& names(ImportRunState);
 const NameTable<OutboxState>& names(OutboxState);
+const NameTable<activity::Kind>& names(activity::Kind);
 
 // The stored name of a value.
 template <class E>
@@ -130,9 +136,13 @@ RC_STATE_TO_JSON(AlertState)
 RC_STATE_TO_JSON(ImportRunState)
 RC_STATE_TO_JSON(OutboxState)
 #undef RC_STATE_TO_JSON
+namespace activity {
+template <class Json>
+void to_json(Json& j, const Kind& v) { j = name(v); }
+}  // namespace activity
 
-// The table and the status-log entity of each logged state machine (the name transition() and
-// log_status() are given today; a typed transition() will take them from here).
+// The table and the status-log entity of each logged state machine (audit.hpp's typed transition,
+// log_created and log_moved).
 template <class E>
 struct StateMachine;
 template <>

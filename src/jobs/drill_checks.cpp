@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/activity/window.hpp"
+#include "core/states.hpp"
 #include "jobs/drill_internal.hpp"
 #include "jobs/expire.hpp"
 #include "jobs/fuse.hpp"
@@ -249,7 +250,8 @@ Check check_expiry(Drill& x) {
                                      {code});
   const int64_t settled = x.count("SELECT count(*) FROM audit WHERE action = 'activity.settle' AND entity_key = $1", {code});
   const int64_t again = second.count("activities_ended") ? second.at("activities_ended") : 0;
-  const bool pass = st == "ended" && ended_rows == 1 && settled == 1 && again == 0;
+  const bool pass =
+      parse_state<ActivityState>(st) == ActivityState::ended && ended_rows == 1 && settled == 1 && again == 0;
   return result(pass,
                 "after the window: " + st + " (" + std::to_string(ended_rows) + " log row, " + std::to_string(settled) +
                     " settlement); a second expire ended " + std::to_string(again),

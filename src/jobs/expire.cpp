@@ -41,7 +41,7 @@ int64_t activities_chunk(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int
   for (auto& row : r.rows) {
     const int64_t id = row.i64(0);
     cur = {row.i64(3), id};
-    if (!transition(tx, "activity", "activity", id, row.str(2), "ended", run.actor(),
+    if (!transition(tx, id, state_from_db<ActivityState>(row.str(2)), ActivityState::ended, run.actor(),
                     "window ended at " + format_utc(row.i64(3)), now))
       continue;  // changed concurrently: whoever changed it owns the outcome
     audit(tx, run.actor(), "activity.settle", "activity", row.str(1), settlement(tx, id).dump(), now);
@@ -107,8 +107,12 @@ void expire(JobRun& run, const ExpireOptions& o) {
   struct Phase {
     const char *table, *entity, *col, *from, *to, *count;
   };
-  for (const Phase& ph : {Phase{"qualification", "qualification", "status", "unused", "expired", "qualifications_expired"},
-                          Phase{"grants", "grant", "state", "pending", "expired", "grants_expired"}}) {
+  using Q = QualificationStatus;
+  using G = GrantState;
+  for (const Phase& ph : {Phase{StateMachine<Q>::table, StateMachine<Q>::entity, "status", name(Q::unused),
+                                name(Q::expired), "qualifications_expired"},
+                          Phase{StateMachine<G>::table, StateMachine<G>::entity, "state", name(G::pending),
+                                name(G::expired), "grants_expired"}}) {
     Cursor pc, pnext;
     while (run.more()) {
       int64_t want = run.allowance(o.chunk), seen = 0;

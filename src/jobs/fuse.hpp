@@ -25,6 +25,7 @@
 #include "core/alert_outbox.hpp"
 #include "core/clock.hpp"
 #include "core/engine/engine.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 #include "jobs/runner.hpp"
 
@@ -40,7 +41,7 @@ struct Event {
   std::string batch_no, activity, prize;  // prize empty: the whole activity
   std::string rule;                       // rule name; "manual" for fuse block
   std::string kind;    // max_count | max_amount | pop | dod | manual
-  std::string state;   // tripped (blocking) | released
+  FuseEventState state = FuseEventState::tripped;  // tripped (blocking) | released
   std::string decision;  // "", confirmed, false_alarm, unblocked
   Figures observed, compare;
   std::optional<int64_t> threshold;

@@ -30,7 +30,7 @@ Event to_event(const store::Row& x) {
   e.prize = x.str_or(3, "");
   e.rule = x.str(4);
   e.kind = x.str(5);
-  e.state = x.str(6);
+  e.state = state_from_db<FuseEventState>(x.str(6));
   e.decision = x.str(7);
   e.observed = {x.i64(8), x.i64(9)};
   e.compare = {x.i64(10), x.i64(11)};
@@ -94,8 +94,7 @@ bool release_one(store::Tx& tx, const Event& e, const std::string& decision, con
                   std::string(false_alarm ? " AND decision IS NULL" : ""),
               {e.id, now, actor, decision, reason}) != 1)
     return false;
-  log_status(tx, {"fuse_event", e.id, std::string("tripped"), "released", actor, decision + ": " + reason, std::nullopt},
-             now);
+  log_moved(tx, e.id, FuseEventState::tripped, FuseEventState::released, actor, decision + ": " + reason, now);
   tx.exec(
       "UPDATE prize SET blocked = 0 WHERE id = (SELECT prize_id FROM fuse_event WHERE id = $1) AND NOT EXISTS "
       "(SELECT 1 FROM fuse_event o WHERE o.prize_id = prize.id AND o.state = 'tripped')",
@@ -181,25 +180,26 @@ Decision release(engine::Engine& eng, const std::string& key, const std::string&
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     d = Decision{};
     d.event = require_event(tx, key);
-    if (d.event.state == "tripped" && d.event.decision == "confirmed")
+    using F = FuseEventState;
+    if (d.event.state == F::tripped && d.event.decision == "confirmed")
       throw Error(Exit::data, "fuse event " + d.event.batch_no +
                                   " was confirmed as a real incident: it cannot be released as a false alarm "
                                   "(fuse unblock " + d.event.activity +
                                   (d.event.prize.empty() ? "" : " --prize " + d.event.prize) + " lifts the block)");
     if (dry_run) {
       d.held.held = count_held(tx, d.event.id);
-      d.message = (d.event.state == "tripped" ? "would release " + d.event.batch_no + " (false alarm) and unblock " +
+      d.message = (d.event.state == F::tripped ? "would release " + d.event.batch_no + " (false alarm) and unblock " +
                                                     target_name(d.event)
                                               : "fuse event " + d.event.batch_no + " is already released") +
                   "; " + std::to_string(d.held.held) + " held request(s) would go through the claim flow again";
       return tx.rollback_only();
     }
-    if (d.event.state != "tripped") return tx.rollback_only();
+    if (d.event.state != F::tripped) return tx.rollback_only();
     d.changed = release_one(tx, d.event, "false_alarm", reason, actor, now);
     if (!d.changed) {
       // decided concurrently: released (fine, its held requests are finished below) or confirmed
       d.event = require_event(tx, key);
-      if (d.event.state == "tripped") throw Error(Exit::data, "fuse event " + d.event.batch_no +
+      if (d.event.state == F::tripped) throw Error(Exit::data, "fuse event " + d.event.batch_no +
                                                                   " was confirmed concurrently: it stays blocked");
       return tx.rollback_only();
     }
@@ -224,7 +224,7 @@ Decision confirm(store::Store& st, const std::string& key, const std::string& re
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     d = Decision{};
     d.event = require_event(tx, key);
-    if (d.event.state != "tripped")
+    if (d.event.state != FuseEventState::tripped)
       throw Error(Exit::data, "fuse event " + d.event.batch_no + " is released (" + d.event.decision +
                                   "): there is nothing left to confirm");
     const bool decide = d.event.decision != "confirmed";
@@ -286,7 +286,7 @@ Decision block(store::Store& st, const std::string& activity, const std::optiona
                        "'manual') RETURNING id",
                        {batch, t.activity_id, store::opt(t.prize_id), "blocked by " + actor + ": " + reason, now})[0]
                      .i64(0);
-    log_status(tx, {"fuse_event", id, std::nullopt, "tripped", actor, "manual block: " + reason, std::nullopt}, now);
+    log_created(tx, id, FuseEventState::tripped, actor, "manual block: " + reason, now);
     if (t.prize_id) tx.exec("UPDATE prize SET blocked = 1 WHERE id = $1", {*t.prize_id});
     d.event = require_event(tx, batch);
     audit(tx, actor, "fuse.block", "fuse_event", batch, detail(d.event, "block", reason), now);

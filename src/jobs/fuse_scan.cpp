@@ -171,7 +171,7 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
       continue;
     }
     ev->batch_no = new_id("F", now);
-    ev->state = "tripped";
+    ev->state = FuseEventState::tripped;
     ev->created_at = now;
     bool won = false;
     try {
@@ -193,7 +193,7 @@ ScanResult scan(JobRun& run, const ScanOptions& o) {
                        ev->observed.amount, ev->reason, now, ev->kind, ev->compare.count, ev->compare.amount,
                        ev->window_from, ev->window_to, store::opt(ev->threshold)})[0]
                      .i64(0);
-        log_status(tx, {"fuse_event", ev->id, std::nullopt, "tripped", run.actor(), ev->reason, std::nullopt}, now);
+        log_created(tx, ev->id, FuseEventState::tripped, run.actor(), ev->reason, now);
         ev->alert_id = queue_alert(tx, "fuse_tripped", r.activity_id, event_json(*ev), now);
         if (r.prize_id) tx.exec("UPDATE prize SET blocked = 1 WHERE id = $1", {*r.prize_id});
         ++c["tripped"];

@@ -230,26 +230,25 @@ class ImportRun {
   int64_t record_run(store::Tx& tx, const Counts& c) {
     const uint64_t rej_bytes = rejects_->flush();
     const std::string sha = prehashed_ ? sha_ : (eof_ ? hash_.hex() : "");
-    const std::string state = eof_ ? "done" : "running";
+    const ImportRunState state = eof_ ? ImportRunState::done : ImportRunState::running;
     int64_t id = run_id_;
     if (id == 0) {
       id = tx.query("INSERT INTO import_run (import_id, activity_id, file_sha256, source, rows_committed, inserted, "
                     "existing, rejected, rejects_bytes, operator, state, created_at, updated_at) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id",
                     {ids_.import_id, activity_id_, sha, source_, c.read, c.inserted, c.existing, c.rejected,
-                     int64_t(rej_bytes), o_.operator_name, state, now_})[0]
+                     int64_t(rej_bytes), o_.operator_name, name(state), now_})[0]
                .i64(0);
-      log_status(tx, {"import_run", id, std::nullopt, state, o_.operator_name, std::nullopt, std::nullopt}, now_);
+      log_created(tx, id, state, o_.operator_name, std::nullopt, now_);
     } else {
       // Guarded by the previous count: two runs resuming the same import cannot both advance it.
       bool ok = tx.exec("UPDATE import_run SET state = $1, updated_at = $2, rows_committed = $3, inserted = $4, "
                         "existing = $5, rejected = $6, rejects_bytes = $7, file_sha256 = $8 "
                         "WHERE id = $9 AND state = 'running' AND rows_committed = $10",
-                        {state, now_, c.read, c.inserted, c.existing, c.rejected, int64_t(rej_bytes), sha, id,
+                        {name(state), now_, c.read, c.inserted, c.existing, c.rejected, int64_t(rej_bytes), sha, id,
                          consumed_}) == 1;
       if (ok && eof_)
-        log_status(tx, {"import_run", id, std::string("running"), state, o_.operator_name, std::nullopt, std::nullopt},
-                   now_);
+        log_moved(tx, id, ImportRunState::running, state, o_.operator_name, std::nullopt, now_);
       if (!ok)
         throw Error(Exit::temp_fail, "another rewardctl is running import " + ids_.import_id + " of " + o_.file +
                                          ": let it finish (a rerun afterwards changes nothing)");

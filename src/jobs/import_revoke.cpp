@@ -70,8 +70,9 @@ void revoke_sqlite(store::Tx& tx, const std::vector<std::string>& users, int64_t
       ++c.not_found;
       continue;
     }
-    if (q[0].str(1) == "unused" &&
-        transition(tx, "qualification", "qualification", q[0].i64(0), "unused", "revoked", o.operator_name, reason, now))
+    using Q = QualificationStatus;
+    if (state_from_db<Q>(q[0].str(1)) == Q::unused &&
+        transition(tx, q[0].i64(0), Q::unused, Q::revoked, o.operator_name, reason, now))
       ++c.revoked;
   }
 }
@@ -214,7 +215,7 @@ std::optional<Qualification> find_qualification(store::Store& s, const std::stri
 }
 
 int64_t count_qualifications(store::Store& s, const std::string& activity, const std::optional<std::string>& status) {
-  if (status && *status != "unused" && *status != "used" && *status != "revoked" && *status != "expired")
+  if (status && !parse_state<QualificationStatus>(*status))
     throw Error(Exit::usage, "--status must be unused, used, revoked or expired, not '" + *status + "'");
   const int64_t id = activity::id_of(s, activity);
   if (status)

@@ -31,7 +31,7 @@ BatchRow to_batch(const store::Row& r) {
   b.batch_no = r.str(6);
   b.activity = r.str(7);
   b.prize = r.str(8);
-  b.state = r.str(9);
+  b.state = state_from_db<ListBatchState>(r.str(9));
   b.file_name = r.str(10);
   b.file_sha256 = r.str(11);
   b.definition_hash = r.str(12);
@@ -50,7 +50,7 @@ Status to_status(const BatchRow& b) {
   s.batch_no = b.batch_no;
   s.activity = b.activity;
   s.prize = b.prize;
-  s.state = b.state;
+  s.state = name(b.state);
   s.file_name = b.file_name;
   s.file_sha256 = b.file_sha256;
   s.definition_hash = b.definition_hash;
@@ -64,8 +64,6 @@ Status to_status(const BatchRow& b) {
   s.updated_at = b.updated_at;
   return s;
 }
-
-const char* kItemStates[] = {"pending", "held", "issued", "rejected", "failed", "cancelled"};
 
 }  // namespace
 
@@ -89,10 +87,10 @@ std::string fingerprint(const BatchRow& b) {
                     std::to_string(b.cost_cents) + "\n" + b.created_by);
 }
 
-bool move_batch(store::Session& s, const BatchRow& b, const std::string& from, const std::string& to,
+bool move_batch(store::Session& s, const BatchRow& b, ListBatchState from, ListBatchState to,
                 const std::string& actor, const std::optional<std::string>& reason, Millis now,
                 const std::string& extra_set, const store::Params& extra) {
-  return transition(s, "list_batch", "list_batch", b.id, from, to, actor, reason, now, extra_set, extra);
+  return transition(s, b.id, from, to, actor, reason, now, extra_set, extra);
 }
 
 Change approve(store::Store& st, const std::string& batch_no, const std::string& approver, Millis now, bool dry_run) {
@@ -102,19 +100,19 @@ Change approve(store::Store& st, const std::string& batch_no, const std::string&
     c.batch_no = batch_no;
     c.dry_run = dry_run;
     auto b = get_batch(tx, batch_no, true);
-    c.from = b.state;
+    c.from = name(b.state);
     // Four eyes: the person who planned the list may not also release it.
     if (approver == b.created_by)
       throw Error(Exit::no_perm, "batch " + batch_no + " was planned by " + b.created_by +
                                      ": another operator must approve it (--operator)");
-    if (b.state != "planned") {
-      c.to = b.state;
-      c.message = "batch " + batch_no + " is " + b.state + ": only a planned batch can be approved; nothing changed";
+    if (b.state != ListBatchState::planned) {
+      c.to = c.from;
+      c.message = "batch " + batch_no + " is " + c.from + ": only a planned batch can be approved; nothing changed";
       tx.rollback_only();
       return;
     }
-    c.to = "approved";
-    c.changed = move_batch(tx, b, "planned", "approved", approver, "approved", now,
+    c.to = name(ListBatchState::approved);
+    c.changed = move_batch(tx, b, ListBatchState::planned, ListBatchState::approved, approver, "approved", now,
                            ", approved_by = $5, approved_at = $6, approved_fingerprint = $7",
                            {approver, now, fingerprint(b)});
     if (!c.changed) throw Error(Exit::temp_fail, "batch " + batch_no + " changed concurrently: try again");
@@ -136,15 +134,16 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
     c.batch_no = batch_no;
     c.dry_run = dry_run;
     auto b = get_batch(tx, batch_no, true);
-    c.from = c.to = b.state;
-    if (b.state != "planned" && b.state != "approved" && b.state != "running") {
-      c.message = "batch " + batch_no + " is " + b.state + ": nothing to cancel";
+    c.from = c.to = name(b.state);
+    using B = ListBatchState;
+    if (b.state != B::planned && b.state != B::approved && b.state != B::running) {
+      c.message = "batch " + batch_no + " is " + c.from + ": nothing to cancel";
       tx.rollback_only();
       return;
     }
-    c.to = "cancelled";
+    c.to = name(B::cancelled);
     const std::string why = reason.value_or("cancelled");
-    if (!move_batch(tx, b, b.state, "cancelled", op, why, now))
+    if (!move_batch(tx, b, b.state, B::cancelled, op, why, now))
       throw Error(Exit::temp_fail, "batch " + batch_no + " changed concurrently: try again");
     // Every pending item: one conditional update and one status-log row each, set-based. The
     // update decides (items a running chunk holds are skipped once it commits them as issued).
@@ -172,9 +171,9 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
                          "WHERE li.batch_id = $1 AND li.state = 'held' ORDER BY li.id",
                          {b.id});
     for (auto& h : held.rows)
-      if (transition(tx, "grants", "grant", h.i64(1), "pending", "cancelled", op, "list batch cancelled: " + why, now,
+      if (transition(tx, h.i64(1), GrantState::pending, GrantState::cancelled, op, "list batch cancelled: " + why, now,
                      ", reason = $5", {std::string("list_batch_cancelled")}) &&
-          transition(tx, "list_item", "list_item", h.i64(0), "held", "cancelled", op, why, now))
+          transition(tx, h.i64(0), ListItemState::held, ListItemState::cancelled, op, why, now))
         ++c.items;
     nlohmann::json d = {{"batch", batch_no}, {"from", b.state}, {"items_cancelled", c.items}, {"reason", why}};
     audit(tx, op, "list_issue.cancel", "list_batch", batch_no, d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), now);
@@ -193,14 +192,15 @@ Status status(store::Store& st, const std::string& batch_no, Millis now) {
     s = to_status(b);
     auto counts = tx.query("SELECT state, COUNT(*) FROM list_item WHERE batch_id = $1 GROUP BY state", {b.id});
     for (auto& r : counts.rows) {
-      const std::string state = r.str(0);
-      int64_t n = r.i64(1);
-      if (state == "pending") s.pending = n;
-      else if (state == "issued") s.issued = n;
-      else if (state == "rejected") s.rejected = n;
-      else if (state == "failed") s.failed = n;
-      else if (state == "cancelled") s.cancelled = n;
-      else if (state == "held") s.held = n;
+      const int64_t n = r.i64(1);
+      switch (state_from_db<ListItemState>(r.str(0))) {
+        case ListItemState::pending: s.pending = n; break;
+        case ListItemState::held: s.held = n; break;
+        case ListItemState::issued: s.issued = n; break;
+        case ListItemState::rejected: s.rejected = n; break;
+        case ListItemState::failed: s.failed = n; break;
+        case ListItemState::cancelled: s.cancelled = n; break;
+      }
     }
     // Rate over the last minute of finished items; the ETA follows from it.
     auto recent = tx.query(
@@ -211,7 +211,8 @@ Status status(store::Store& st, const std::string& batch_no, Millis now) {
     if (n > 0) {
       double span = std::max(1.0, double(now - recent[0].i64(1)) / 1000.0);
       s.rate_per_s = double(n) / span;
-      if (s.pending > 0 && s.state == "running") s.eta_s = int64_t(std::ceil(double(s.pending) / s.rate_per_s));
+      if (s.pending > 0 && b.state == ListBatchState::running)
+        s.eta_s = int64_t(std::ceil(double(s.pending) / s.rate_per_s));
     }
     if (!s.last_error) {
       auto e = tx.query("SELECT error FROM list_item WHERE batch_id = $1 AND state = 'failed' ORDER BY updated_at DESC, "
@@ -233,7 +234,7 @@ std::vector<Status> list(store::Store& st, const std::optional<std::string>& act
 
 std::vector<Item> items(store::Store& st, const std::string& batch_no, const std::optional<std::string>& state,
                         int64_t limit) {
-  if (state && std::find(std::begin(kItemStates), std::end(kItemStates), *state) == std::end(kItemStates))
+  if (state && !parse_state<ListItemState>(*state))
     throw Error(Exit::usage, "--state must be pending, held, issued, rejected, failed or cancelled, not '" + *state + "'");
   auto b = get_batch(st.autocommit(), batch_no);
   const std::string cols = "SELECT id, COALESCE(line, 0), user_id, state, record_code, reason, error, updated_at "

@@ -5,13 +5,15 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::jobs::list_issue {
 
 struct BatchRow {
   int64_t id = 0, activity_id = 0, prize_id = 0, total = 0, cost_cents = 0, rejected = 0;
-  std::string batch_no, activity, prize, state, file_name, file_sha256, definition_hash, created_by;
+  std::string batch_no, activity, prize, file_name, file_sha256, definition_hash, created_by;
+  ListBatchState state = ListBatchState::planned;
   std::optional<std::string> approved_by, approved_fingerprint, last_error;
   bool fits = false;
   Millis created_at = 0, updated_at = 0;
@@ -27,7 +29,7 @@ BatchRow get_batch(store::Session& s, const std::string& batch_no, bool for_upda
 std::string fingerprint(const BatchRow& b);
 
 // Moves the batch from -> to with one conditional update and a status-log row. False: not in `from`.
-bool move_batch(store::Session& s, const BatchRow& b, const std::string& from, const std::string& to,
+bool move_batch(store::Session& s, const BatchRow& b, ListBatchState from, ListBatchState to,
                 const std::string& actor, const std::optional<std::string>& reason, Millis now,
                 const std::string& extra_set = "", const store::Params& extra = {});
 

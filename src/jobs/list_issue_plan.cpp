@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/activity/activity.hpp"
+#include "core/activity/versions.hpp"
 #include "core/audit.hpp"
 #include "core/engine/budget.hpp"
 #include "jobs/import_rows.hpp"
@@ -91,11 +92,11 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     auto act = activity::get(tx, o.activity);
     // Only a published activity: a definition under review can still be replaced (activity update),
     // and a batch must run against exactly the definition it was planned and approved for.
-    if (act.state != "live" && act.state != "gray" && act.state != "paused")
-      throw Error(Exit::data, "activity '" + o.activity + "' is " + act.state +
+    if (!activity::is_running(act.state))
+      throw Error(Exit::data, "activity '" + o.activity + "' is " + name(act.state) +
                                   ": plan a list for a published activity (gray, live or paused)");
     // A lottery draws its prize; a list gives every user the one prize named.
-    if (act.kind == "lottery")
+    if (act.kind == activity::Kind::lottery)
       throw Error(Exit::data, "activity '" + o.activity + "' is a lottery: list-issue gives one named prize (direct or redpack)");
     res.definition_hash = act.definition_hash;
     auto prize = prize_facts(tx, act.id, o.activity, o.prize);
@@ -165,9 +166,8 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     tx.exec("UPDATE list_batch SET file_sha256 = $1, total = $2, cost_cents = $3, rejected = $4, duplicates = $5, "
             "fits = $6 WHERE id = $7",
             {res.sha256, res.users, res.cost_cents, res.rejected, res.duplicates, int64_t(res.fits), batch_id});
-    log_status(tx, {"list_batch", batch_id, std::nullopt, "planned", o.operator_name,
-                    std::to_string(res.users) + " users from " + o.file, std::nullopt},
-               now);
+    log_created(tx, batch_id, ListBatchState::planned, o.operator_name,
+                std::to_string(res.users) + " users from " + o.file, now);
     nlohmann::json d = {{"batch", res.batch_no},        {"prize", o.prize},         {"file", o.file},
                         {"sha256", res.sha256},         {"users", res.users},       {"rejected", res.rejected},
                         {"duplicates", res.duplicates}, {"cost_cents", res.cost_cents}, {"fits", res.fits},

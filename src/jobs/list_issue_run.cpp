@@ -35,7 +35,7 @@ struct PendingItem {
 
 struct ItemOutcome {
   int64_t id;
-  std::string state;  // issued | rejected
+  ListItemState state;  // issued | rejected | held
   std::optional<std::string> record_code, reason;
 };
 
@@ -110,7 +110,7 @@ void record_items(store::Tx& tx, const std::vector<ItemOutcome>& outs, const std
       size_t k = p.size() + 1;
       values += (i ? ", ($" : "($") + std::to_string(k) + "::bigint, $" + std::to_string(k + 1) + "::text, $" +
                 std::to_string(k + 2) + "::text, $" + std::to_string(k + 3) + "::text)";
-      p.insert(p.end(), {outs[i].id, outs[i].state, store::opt(outs[i].record_code), store::opt(outs[i].reason)});
+      p.insert(p.end(), {outs[i].id, name(outs[i].state), store::opt(outs[i].record_code), store::opt(outs[i].reason)});
     }
     n = tx.query("WITH v (id, state, record_code, reason) AS (VALUES " + values +
                      "), u AS (UPDATE list_item li SET state = v.state, record_code = v.record_code, reason = v.reason, "
@@ -122,7 +122,7 @@ void record_items(store::Tx& tx, const std::vector<ItemOutcome>& outs, const std
             .affected;
   } else {
     for (auto& it : outs)
-      n += transition(tx, "list_item", "list_item", it.id, "pending", it.state, actor,
+      n += transition(tx, it.id, ListItemState::pending, it.state, actor,
                       it.reason ? it.reason : it.record_code, now, ", record_code = $5, reason = $6",
                       {store::opt(it.record_code), store::opt(it.reason)});
   }
@@ -189,7 +189,7 @@ class Worker {
   // An activity taken offline answers not_live for good: its items are rejected, not retried.
   bool offline(store::Tx& tx) {
     auto a = tx.query("SELECT state FROM activity WHERE id = $1", {sh_.b.activity_id});
-    return !a.empty() && a[0].str(0) == "offline";
+    return !a.empty() && state_from_db<ActivityState>(a[0].str(0)) == ActivityState::offline;
   }
 
   // The common flow for each item of the chunk, then the items' outcomes. Returns the grants to deliver.
@@ -214,20 +214,20 @@ class Worker {
       auto& o = outs[i];
       if (o.status == engine::Status::held) {
         // a fuse blocks the prize: the item waits on its held grant, the run goes on
-        rec.push_back({items[i].id, "held", o.grant->record_code, o.reason});
+        rec.push_back({items[i].id, ListItemState::held, o.grant->record_code, o.reason});
         ++held;
       } else if (o.status == engine::Status::rejected) {
         if (transient(o.reason) && !(o.reason == "not_live" && offline(tx)))
           throw Error(Exit::temp_fail, "activity " + sh_.b.activity + " answers " + o.reason + " for user " +
                                            items[i].user + ": the run stops with the batch resumable; run it again "
                                            "when the activity issues again");
-        rec.push_back({items[i].id, "rejected", std::nullopt, o.reason});
+        rec.push_back({items[i].id, ListItemState::rejected, std::nullopt, o.reason});
         ++reasons[o.reason];
       } else {
-        rec.push_back({items[i].id, "issued", o.grant->record_code, std::nullopt});
+        rec.push_back({items[i].id, ListItemState::issued, o.grant->record_code, std::nullopt});
         ++issued;
         if (o.ladder) pending_ladder_.push_back(*o.ladder);
-        if (o.grant->state == "init") deliver.push_back(o.grant->id);
+        if (o.grant->state == GrantState::init) deliver.push_back(o.grant->id);
       }
     }
     record_items(tx, rec, sh_.o.operator_name, clock_.now_ms());
@@ -241,7 +241,7 @@ class Worker {
   bool chunk(int64_t want, size_t& n) {
     std::vector<int64_t> deliver;
     bool running = true;
-    std::string state;
+    std::optional<ListBatchState> state;
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       deliver.clear();
       n = 0;
@@ -250,8 +250,9 @@ class Worker {
       pending_ladder_.clear();
       // A cancel (or another worker's done) ends the run after the chunk that is under way.
       auto s = tx.query("SELECT state FROM list_batch WHERE id = $1", {sh_.b.id});
-      state = s.empty() ? "" : s[0].str(0);
-      running = state == "running";
+      state.reset();
+      if (!s.empty()) state = state_from_db<ListBatchState>(s[0].str(0));
+      running = state == ListBatchState::running;
       if (!running) {
         tx.rollback_only();
         return;
@@ -261,7 +262,7 @@ class Worker {
       if (n) deliver = process(tx, items);
     });
     if (!running) {
-      if (state == "cancelled") sh_.cancelled = true;
+      if (state == ListBatchState::cancelled) sh_.cancelled = true;
       return false;
     }
     if (n == 0) return false;
@@ -277,14 +278,14 @@ class Worker {
   void deliver_after_commit(const std::vector<int64_t>& grants) {
     for (int64_t id : grants) {
       auto d = engine_.deliver(id);
-      if (d.state != "failed") continue;
+      if (d.state != GrantState::failed) continue;
       const std::string why = (d.code.empty() ? "" : d.code + ": ") + d.message;
       st_.transact(store::TxMode::write, [&](store::Tx& tx) {
         auto it = tx.query("SELECT id FROM list_item WHERE batch_id = $1 AND record_code = (SELECT record_code FROM "
                            "grants WHERE id = $2)",
                            {sh_.b.id, id});
         if (it.empty()) return;
-        if (transition(tx, "list_item", "list_item", it[0].i64(0), "issued", "failed", sh_.o.operator_name, why,
+        if (transition(tx, it[0].i64(0), ListItemState::issued, ListItemState::failed, sh_.o.operator_name, why,
                        clock_.now_ms(), ", error = $5", {why}))
           tx.exec("UPDATE list_batch SET last_error = $1 WHERE id = $2", {why, sh_.b.id});
       });
@@ -323,14 +324,15 @@ class Worker {
   std::vector<engine::LadderMove> pending_ladder_;
 };
 
-std::string batch_state(store::Store& st, int64_t batch_id) {
+std::optional<ListBatchState> batch_state(store::Store& st, int64_t batch_id) {
   // PostgreSQL: FOR SHARE waits for a cancel in flight (it updates the batch row first, then locks
   // the pending items, so a worker's SKIP LOCKED chunk came back empty) and reads its outcome;
   // a plain read would see "running" and the worker would end as if the batch were done.
   auto r = st.query(std::string("SELECT state FROM list_batch WHERE id = $1") +
                         (st.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
                     {batch_id});
-  return r.empty() ? "" : r[0].str(0);
+  if (r.empty()) return std::nullopt;
+  return state_from_db<ListBatchState>(r[0].str(0));
 }
 
 int64_t count_pending(store::Session& s, int64_t batch_id) {
@@ -342,11 +344,12 @@ BatchRow start(store::Store& st, const RunOptions& o, Millis now, bool& resumed)
   BatchRow b;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     b = get_batch(tx, o.batch_no, true);
-    if (b.state == "planned")
+    using B = ListBatchState;
+    if (b.state == B::planned)
       throw Error(Exit::no_perm, "batch " + b.batch_no + " is planned, not approved: a second operator approves it "
                                  "first (rewardctl list-issue approve " + b.batch_no + " --operator NAME)");
-    if (b.state == "cancelled") throw Error(Exit::no_perm, "batch " + b.batch_no + " is cancelled: it cannot run");
-    if (b.state == "done") {
+    if (b.state == B::cancelled) throw Error(Exit::no_perm, "batch " + b.batch_no + " is cancelled: it cannot run");
+    if (b.state == B::done) {
       tx.rollback_only();
       return;
     }
@@ -359,14 +362,14 @@ BatchRow start(store::Store& st, const RunOptions& o, Millis now, bool& resumed)
       throw Error(Exit::data, "activity " + b.activity + " changed since batch " + b.batch_no + " was planned: " +
                                   "definition hash " + b.definition_hash + " when planned, " + now_hash +
                                   " now; plan and approve a new batch for the new definition");
-    resumed = b.state == "running";
+    resumed = b.state == B::running;
     if (o.dry_run || resumed) {
       tx.rollback_only();
       return;
     }
-    if (!move_batch(tx, b, "approved", "running", o.operator_name, "run", now))
+    if (!move_batch(tx, b, B::approved, B::running, o.operator_name, "run", now))
       throw Error(Exit::temp_fail, "batch " + b.batch_no + " changed concurrently: try again");
-    b.state = "running";
+    b.state = B::running;
   });
   return b;
 }
@@ -392,7 +395,7 @@ void finish(store::Store& st, const BatchRow& b, const std::string& actor, Milli
       tx.rollback_only();
       return;
     }
-    if (move_batch(tx, b, "running", "done", actor, "no item pending", now))
+    if (move_batch(tx, b, ListBatchState::running, ListBatchState::done, actor, "no item pending", now))
       audit(tx, actor, "list_issue.done", "list_batch", b.batch_no, "{}", now);
   });
 }
@@ -408,7 +411,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
   res.dry_run = o.dry_run;
   bool resumed = false;
   BatchRow b = start(st, o, clock.now_ms(), resumed);
-  if (b.state != "done") {
+  if (b.state != ListBatchState::done) {
     const int64_t pending = count_pending(st.autocommit(), b.id);
     Shared sh(o, b, pending);
     if (o.dry_run) {
@@ -464,7 +467,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
       res.interrupted = sh.interrupted || interrupted();
       // A cancel that commits while a worker's chunk looks for items leaves that chunk empty (the
       // cancelled items are no longer pending) rather than showing the state: ask the batch itself.
-      res.cancelled = sh.cancelled || batch_state(st, b.id) == "cancelled";
+      res.cancelled = sh.cancelled || batch_state(st, b.id) == ListBatchState::cancelled;
       res.stopped = sh.stopped && !res.interrupted;
       if (!res.interrupted && !res.cancelled && !res.stopped) finish(st, b, o.operator_name, clock.now_ms());
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/activity/window.hpp"
+#include "core/states.hpp"
 #include "core/zone_day.hpp"
 #include "jobs/reconcile.hpp"
 
@@ -167,7 +168,7 @@ void read_books(store::Tx& tx, int64_t id, Millis now, Data& d) {
                           "AND r.state <> 'done' GROUP BY r.state",
                           {id, now})
                      .rows) {
-    if (x.str(0) == "pending") {
+    if (state_from_db<ResendState>(x.str(0)) == ResendState::pending) {
       d.resend_pending = x.i64(1);
       d.resend_overdue = x.i64(2);
     } else {

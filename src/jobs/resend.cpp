@@ -35,21 +35,22 @@ int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t 
   for (auto& row : r.rows) {
     const int64_t id = row.i64(0), gid = row.i64(1);
     cur = {row.i64(4), id};
-    const std::string gstate = row.str(5);
-    if (gstate != "issuing" && gstate != "delayed_resend" && gstate != "init") {
+    using G = GrantState;
+    const G gstate = state_from_db<G>(row.str(5));
+    if (gstate != G::issuing && gstate != G::delayed_resend && gstate != G::init) {
       // the grant ended another way (delivered by a replayed claim, completed, reversed): nothing to resend
-      if (transition(tx, "resend_bill", "resend_bill", id, "pending", "done", run.actor(), "grant is " + gstate, now))
+      if (transition(tx, id, ResendState::pending, ResendState::done, run.actor(), "grant is " + row.str(5), now))
         ++c["closed"];
       continue;
     }
     // A delivery still in issuing when its resend fell due crashed or hung past its timeout: take it
     // over (the engine reuses the bill number).
-    if (gstate == "issuing" && !transition(tx, "grants", "grant", gid, "issuing", "delayed_resend", run.actor(),
-                                           "no outcome recorded before the resend fell due", now))
+    if (gstate == G::issuing && !transition(tx, gid, G::issuing, G::delayed_resend, run.actor(),
+                                            "no outcome recorded before the resend fell due", now))
       continue;
     ++items;
     if (row.i64(2) <= now) {
-      transition(tx, "resend_bill", "resend_bill", id, "pending", "manual", run.actor(),
+      transition(tx, id, ResendState::pending, ResendState::manual, run.actor(),
                  "expired after " + row.str(3) + " attempts: resend retry or resend abandon", now);
       ++c["manual"];
       continue;
@@ -92,12 +93,13 @@ class Deliverer {
       pace(c.channel);
       try {
         auto d = eng_.deliver(c.grant_id);
-        run_.add(!d.delivered_now                    ? "skipped"
-                 : d.state == "success"             ? "delivered"
-                 : d.state == "failed"              ? "failed"
-                 : d.state == "delayed_resend"      ? "rescheduled"
-                 : d.state == "awaiting_external"   ? "handed_over"
-                                                    : "skipped");
+        using G = GrantState;
+        run_.add(!d.delivered_now                        ? "skipped"
+                 : d.state == G::success                ? "delivered"
+                 : d.state == G::failed                 ? "failed"
+                 : d.state == G::delayed_resend         ? "rescheduled"
+                 : d.state == G::awaiting_external      ? "handed_over"
+                                                        : "skipped");
       } catch (const Error& e) {
         if (e.code() != Exit::config && e.code() != Exit::temp_fail && e.code() != Exit::data) throw;
         spdlog::warn("resend: grant {} not delivered: {}", c.grant_id, e.what());
@@ -128,8 +130,8 @@ ResendBill to_bill(const store::Row& r) {
   b.record_code = r.str(2);
   b.activity = r.str(3);
   b.user = r.str(4);
-  b.state = r.str(5);
-  b.grant_state = r.str(6);
+  b.state = state_from_db<ResendState>(r.str(5));
+  b.grant_state = state_from_db<GrantState>(r.str(6));
   b.channel = r.str_or(7, "");
   b.attempts = r.i64(8);
   b.next_attempt_at = r.i64(9);
@@ -182,7 +184,7 @@ void resend(JobRun& run, engine::Engine& eng, const ResendOptions& o) {
 
 std::vector<ResendBill> list_resend(store::Store& s, const std::string& state, const std::string& activity,
                                     int64_t limit) {
-  if (!state.empty() && state != "pending" && state != "manual" && state != "done")
+  if (!state.empty() && !parse_state<ResendState>(state))
     throw Error(Exit::usage, "--state must be pending, manual or done, not '" + state + "'");
   auto r = s.query(std::string(kBillSelect) +
                        "WHERE ($1 = '' OR rb.state = $1) AND ($2 = '' OR a.code = $2) "
@@ -200,13 +202,14 @@ ResendChange retry_resend(store::Store& s, const std::string& bill_no, const std
     out = ResendChange{};
     auto b = find_bill(tx, bill_no);
     out.bill = b;
-    if (b.state == "done") {
-      out.message = "bill " + bill_no + " is done (grant " + b.record_code + " is " + b.grant_state + "): nothing to retry";
+    if (b.state == ResendState::done) {
+      out.message =
+          "bill " + bill_no + " is done (grant " + b.record_code + " is " + name(b.grant_state) + "): nothing to retry";
       tx.rollback_only();
       return;
     }
-    bool ok = b.state == "manual"
-                  ? transition(tx, "resend_bill", "resend_bill", b.id, "manual", "pending", actor, "resend retry", now,
+    bool ok = b.state == ResendState::manual
+                  ? transition(tx, b.id, ResendState::manual, ResendState::pending, actor, "resend retry", now,
                                ", next_attempt_at = $5, expires_at = $6", {now, now + expiry_ms})
                   : tx.exec("UPDATE resend_bill SET next_attempt_at = $2, updated_at = $2 WHERE id = $1 AND state = 'pending'",
                             {b.id, now}) == 1;
@@ -217,7 +220,7 @@ ResendChange retry_resend(store::Store& s, const std::string& bill_no, const std
     }
     audit(tx, actor, "resend.retry", "resend_bill", bill_no, nlohmann::json{{"from", b.state}}.dump(), now);
     out.changed = true;
-    out.message = std::string(dry_run ? "would make" : "made") + " bill " + bill_no + " due now (" + b.state +
+    out.message = std::string(dry_run ? "would make" : "made") + " bill " + bill_no + " due now (" + name(b.state) +
                   " -> pending)";
     if (dry_run) tx.rollback_only();
   });
@@ -234,21 +237,22 @@ ResendChange abandon_resend(store::Store& s, const std::string& bill_no, const s
     auto b = find_bill(tx, bill_no, &gid);
     out.bill = b;
     const std::string why = "abandoned: " + reason;
-    if (b.state == "done") {
-      out.message = "bill " + bill_no + " is done (grant " + b.record_code + " is " + b.grant_state + "): nothing changed";
+    if (b.state == ResendState::done) {
+      out.message =
+          "bill " + bill_no + " is done (grant " + b.record_code + " is " + name(b.grant_state) + "): nothing changed";
       tx.rollback_only();
       return;
     }
-    if (b.grant_state != "delayed_resend") {
-      out.message = "grant " + b.record_code + " is " + b.grant_state +
-                    (b.grant_state == "issuing" ? ": a delivery is in flight; let resend take it over first"
+    if (b.grant_state != GrantState::delayed_resend) {
+      out.message = "grant " + b.record_code + " is " + name(b.grant_state) +
+                    (b.grant_state == GrantState::issuing ? ": a delivery is in flight; let resend take it over first"
                                                 : ": only a grant waiting for a resend can be abandoned") +
                     "; nothing changed";
       tx.rollback_only();
       return;
     }
-    if (!transition(tx, "grants", "grant", gid, "delayed_resend", "failed", actor, why, now, ", reason = $5", {why}) ||
-        !transition(tx, "resend_bill", "resend_bill", b.id, b.state, "done", actor, why, now, ", last_error = $5", {why})) {
+    if (!transition(tx, gid, GrantState::delayed_resend, GrantState::failed, actor, why, now, ", reason = $5", {why}) ||
+        !transition(tx, b.id, b.state, ResendState::done, actor, why, now, ", last_error = $5", {why})) {
       out.message = "bill " + bill_no + " changed concurrently: nothing changed";
       tx.rollback_only();
       return;

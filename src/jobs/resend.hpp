@@ -33,7 +33,9 @@ void resend(JobRun& run, engine::Engine& eng, const ResendOptions& o);
 
 struct ResendBill {
   int64_t id = 0;
-  std::string bill_no, record_code, activity, user, state, grant_state, channel;
+  std::string bill_no, record_code, activity, user, channel;
+  ResendState state = ResendState::pending;
+  GrantState grant_state = GrantState::init;
   int64_t attempts = 0;
   Millis next_attempt_at = 0, expires_at = 0, updated_at = 0;
   std::optional<std::string> last_error;

@@ -87,7 +87,7 @@ TEST_CASE("channel seam: a timeout leaves delayed_resend with the bill number th
   };
   auto o = claim(*b.engine, "act", "u2", "b2");
   REQUIRE(o.grant);
-  CHECK(o.grant->state == "delayed_resend");
+  CHECK(o.grant->state == rc::GrantState::delayed_resend);
   REQUIRE(f.wallet->bills.size() == 2);
   const std::string bill = f.wallet->bills[1];
   CHECK(o.grant->bill_no == bill);
@@ -102,12 +102,12 @@ TEST_CASE("channel seam: a timeout leaves delayed_resend with the bill number th
   // the next delivery calls the channel again with the same bill number, and it succeeds
   auto d = b.engine->deliver(o.grant->id);
   CHECK(d.delivered_now);
-  CHECK(d.state == "success");
+  CHECK(d.state == rc::GrantState::success);
   REQUIRE(f.wallet->bills.size() == 3);
   CHECK(f.wallet->bills[2] == bill);
   CHECK(f.db.count("SELECT attempts FROM delivery_bill WHERE bill_no = $1", {bill}) == 2);
   CHECK(f.db.count("SELECT count(*) FROM resend_bill WHERE bill_no = $1 AND state = 'done'", {bill}) == 1);
-  CHECK(first.grant->state == "success");
+  CHECK(first.grant->state == rc::GrantState::success);
   CHECK(f.made == 1);  // built once, reused
 }
 
@@ -118,7 +118,7 @@ TEST_CASE("channel seam: a final failure fails the grant and gives its unit back
   f.wallet->script = {"final"};
   auto o = claim(*b.engine, "act", "u1", "b1");
   REQUIRE(o.grant);
-  CHECK(o.grant->state == "failed");
+  CHECK(o.grant->state == rc::GrantState::failed);
   CHECK(f.db.count("SELECT count(*) FROM grants WHERE state = 'failed' AND reason LIKE '%2001%'") == 1);
   CHECK(f.db.count("SELECT count(*) FROM resend_bill WHERE state = 'manual'") == 1);
   // one success holds a unit; the failed grant's unit is back
@@ -134,8 +134,8 @@ TEST_CASE("channel seam: a retryable answer and a throwing client both wait for 
   auto t = claim(*b.engine, "act", "u2", "b2");
   REQUIRE(r.grant);
   REQUIRE(t.grant);
-  CHECK(r.grant->state == "delayed_resend");
-  CHECK(t.grant->state == "delayed_resend");
+  CHECK(r.grant->state == rc::GrantState::delayed_resend);
+  CHECK(t.grant->state == rc::GrantState::delayed_resend);
   CHECK(f.db.count("SELECT count(*) FROM delivery_bill WHERE state = 'retryable' AND last_code = '1001'") == 1);
   CHECK(f.db.count("SELECT count(*) FROM delivery_bill WHERE state = 'unknown' AND last_code = 'local_error'") == 1);
   CHECK(f.db.count("SELECT count(*) FROM resend_bill WHERE state = 'pending'") == 2);
@@ -153,7 +153,7 @@ TEST_CASE("channel seam: an in-database channel built by the factory delivers in
   seed(f.db, s);
   auto o = claim(*b.engine, "led", "u1", "b1");
   REQUIRE(o.grant);
-  CHECK(o.grant->state == "success");
+  CHECK(o.grant->state == rc::GrantState::success);
   CHECK(f.made == 1);
   CHECK_FALSE(f.wallet);  // wallet was never needed
   CHECK(f.db.count("SELECT count(*) FROM ledger_entry") == 1);

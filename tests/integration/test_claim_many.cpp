@@ -64,7 +64,7 @@ TEST_CASE("claim_many: a chunk its stock and budget cover takes them once, at it
   CHECK(stock_updates == 4);
   CHECK(first_hot > last_grant);
   for (auto& o : outs) CHECK(o.status == Status::granted);
-  for (auto& o : outs) CHECK(o.grant->state == "success");
+  for (auto& o : outs) CHECK(o.grant->state == rc::GrantState::success);
   CHECK(db.count("SELECT sum(remain) FROM stock") == 60);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 4000);
   // the users' own buckets: every bucket was used by someone, none emptied

@@ -182,7 +182,7 @@ TEST_CASE("engine: concurrent deliveries of one grant credit the ledger exactly 
   r.deliver = false;
   auto o = b.engine->claim(r);
   REQUIRE(o.status == Status::granted);
-  CHECK(o.grant->state == "init");
+  CHECK(o.grant->state == rc::GrantState::init);
   std::atomic<int> delivered{0};
   parallel(8, [&](int) {
     auto e = engine(db);

@@ -215,7 +215,7 @@ TEST_CASE("engine: reversal returns stock, limit and budget once, twice = once")
   auto b = engine(db);
   auto o = claim(*b.engine, "act", "u1", "b1");
   REQUIRE(o.status == Status::granted);
-  CHECK(o.grant->state == "success");
+  CHECK(o.grant->state == rc::GrantState::success);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 100);
   auto r1 = db.ok({"reverse", o.grant->record_code, "--reason", "refund", "--request-id", "k1", "--yes", "-o", "json"});
   CHECK(json::parse(r1.out)["changed"] == true);

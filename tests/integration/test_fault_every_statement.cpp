@@ -95,7 +95,7 @@ TEST_CASE("faults: a ledger claim stopped at any statement is delivered in full 
       [&](int64_t n) {
         auto o = b.engine->claim(request("u" + std::to_string(n), biz(n), true));
         REQUIRE(o.grant);
-        CHECK(o.grant->state == "success");
+        CHECK(o.grant->state == rc::GrantState::success);
         CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = $1", {biz(n)}) == 1);
       });
   // a delivered claim is several statements, and the loop stopped at every one of them
@@ -113,14 +113,14 @@ TEST_CASE("faults: delivery of a committed grant stopped at any statement leaves
       [&](int64_t n) {
         auto o = b.engine->claim(request("u" + std::to_string(n), "b" + std::to_string(n), false));
         REQUIRE(o.grant);
-        REQUIRE(o.grant->state == "init");
+        REQUIRE(o.grant->state == rc::GrantState::init);
         return o.grant->id;
       },
       [](Faulty& f, int64_t id) { f.box.engine->deliver(id); },
       [&](int64_t id) {
         CHECK(db.count("SELECT count(*) FROM grants WHERE id = $1 AND state NOT IN ('init', 'success')", {id}) == 0);
       },
-      [&](int64_t id) { CHECK(b.engine->deliver(id).state == "success"); });
+      [&](int64_t id) { CHECK(b.engine->deliver(id).state == rc::GrantState::success); });
   CHECK(n > 4);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == n);
 }
@@ -136,7 +136,7 @@ TEST_CASE("faults: a reversal stopped at any statement gives everything back or 
       [&](int64_t n) {
         auto o = b.engine->claim(request("u" + std::to_string(n), "b" + std::to_string(n), true));
         REQUIRE(o.grant);
-        REQUIRE(o.grant->state == "success");
+        REQUIRE(o.grant->state == rc::GrantState::success);
         return std::make_pair(o.grant->record_code, "refund-" + std::to_string(n));
       },
       [&](Faulty& f, const std::pair<std::string, std::string>& g) {

@@ -239,7 +239,7 @@ TEST_CASE("resend: two concurrent runs deliver each bill exactly once") {
     for (int i = 0; i < 30; ++i) {
       auto o = rt::claim(*box.engine, "act", "c" + std::to_string(i), "cb" + std::to_string(i));
       REQUIRE(o.status == rc::engine::Status::granted);
-      REQUIRE(o.grant->state == "delayed_resend");
+      REQUIRE(o.grant->state == rc::GrantState::delayed_resend);
     }
   }
   REQUIRE(w.ep.seen().size() == 30);

@@ -81,7 +81,7 @@ TEST_CASE("webhook: success, retryable, final and timeout, with the signature ve
     auto b = engine(db, std::nullopt, o);
     int64_t gid = db.count("SELECT id FROM grants");
     auto d = b.engine->deliver(gid);
-    CHECK(d.state == "success");
+    CHECK(d.state == rc::GrantState::success);
     REQUIRE(ep.bills.size() == 2);
     CHECK(ep.bills[0] == bill);
     CHECK(ep.bills[1] == bill);
@@ -134,7 +134,7 @@ TEST_CASE("webhook: a process killed during the call leaves a due resend with th
   auto late = engine(db, due + 1, o);
   auto d = late.engine->deliver(gid);
   CHECK(d.delivered_now);
-  CHECK(d.state == "success");
+  CHECK(d.state == rc::GrantState::success);
   REQUIRE(ep.bills.size() == 2);
   CHECK(ep.bills[1] == ep.bills[0]);
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant' AND from_state = 'issuing' AND to_state = 'delayed_resend'") == 1);

@@ -79,6 +79,7 @@ TEST_CASE("states: fuse event names round-trip") { check_table(rc::FuseEventStat
 TEST_CASE("states: alert names round-trip") { check_table(rc::AlertState::failed, "alert state"); }
 TEST_CASE("states: import run names round-trip") { check_table(rc::ImportRunState::done, "import run state"); }
 TEST_CASE("states: outbox names round-trip") { check_table(rc::OutboxState::failed, "outbox state"); }
+TEST_CASE("states: activity kind names round-trip") { check_table(rc::activity::Kind::redpack, "activity kind"); }
 
 TEST_CASE("states: the names are the ones the schema and the output use") {
   // The database and every test of the CLI spell these; a renamed entry would change stored data.
@@ -89,4 +90,5 @@ TEST_CASE("states: the names are the ones the schema and the output use") {
   CHECK(rc::all_names<rc::ResendState>() == std::vector<std::string>{"pending", "manual", "done"});
   CHECK(rc::all_names<rc::ListItemState>() ==
         std::vector<std::string>{"pending", "held", "issued", "rejected", "failed", "cancelled"});
+  CHECK(rc::all_names<rc::activity::Kind>() == std::vector<std::string>{"direct", "lottery", "redpack"});
 }

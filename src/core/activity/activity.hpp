@@ -18,7 +18,9 @@ namespace rc::activity {
 
 struct ActivityRow {
   int64_t id = 0;
-  std::string code, name, kind, state, timezone, definition_hash, created_by, definition;
+  std::string code, name, timezone, definition_hash, created_by, definition;
+  Kind kind = Kind::direct;
+  ActivityState state = ActivityState::pending_review;
   int64_t version = 1;
   Millis start_at = 0, end_at = 0, created_at = 0, updated_at = 0;
   bool whitelist_required = false;
@@ -34,7 +36,7 @@ ActivityRow get(store::Session& s, const std::string& code);
 // "no activity 'CODE' (see rewardctl activity list)" when missing.
 int64_t id_of(store::Store& st, const std::string& code);
 
-bool is_final(const std::string& state);  // ended, offline, rejected
+bool is_final(ActivityState state);  // ended, offline, rejected
 
 struct Actor {
   std::string name;             // the operator

@@ -128,7 +128,7 @@ std::vector<VersionEntry> version_history(store::Store& st, const std::string& c
                        "AND decision = 'approve' AND voided = 0 ORDER BY id",
                        {a.id});
     for (auto& v : versions_of(tx, a.id)) {
-      VersionEntry e{v.version, v.state, v.definition_hash, v.proposed_by, {}, {}, v.decided_by, v.reason,
+      VersionEntry e{v.version, name(v.state), v.definition_hash, v.proposed_by, {}, {}, v.decided_by, v.reason,
                      v.created_at, v.switched_at};
       for (auto& r : rv.rows) {
         const bool mine = r.is_null(2) ? r.str(3) == v.definition_hash : r.i64(2) == v.version;

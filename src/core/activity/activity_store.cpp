@@ -26,8 +26,8 @@ static ActivityRow to_row(const store::Row& r) {
   a.id = r.i64(0);
   a.code = r.str(1);
   a.name = r.str(2);
-  a.kind = r.str(3);
-  a.state = r.str(4);
+  a.kind = state_from_db<Kind>(r.str(3));
+  a.state = state_from_db<ActivityState>(r.str(4));
   a.timezone = r.str(5);
   a.definition_hash = r.str(6);
   a.created_by = r.str(7);
@@ -63,7 +63,9 @@ int64_t id_of(store::Store& st, const std::string& code) {
   return r[0].i64(0);
 }
 
-bool is_final(const std::string& state) { return state == "ended" || state == "offline" || state == "rejected"; }
+bool is_final(ActivityState state) {
+  return state == ActivityState::ended || state == ActivityState::offline || state == ActivityState::rejected;
+}
 
 int64_t insert_item(Session& s, int64_t activity_id, const ItemDef& it) {
   return s
@@ -179,7 +181,7 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
   res.code = d.code;
   res.hash = sha256_hex(text);
   res.dry_run = who.dry_run;
-  res.state = opts.publish ? "live" : "pending_review";
+  res.state = name(opts.publish ? ActivityState::live : ActivityState::pending_review);
   try {
     st.transact(store::TxMode::write, [&](store::Tx& tx) {
       res.log.clear();
@@ -187,25 +189,25 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
       Params p{d.code};
       auto hp = header_params(d);
       p.insert(p.end(), hp.begin(), hp.end());
-      p.insert(p.end(), {std::string("pending_review"), text, res.hash, who.name, now});
+      p.insert(p.end(), {name(ActivityState::pending_review), text, res.hash, who.name, now});
       auto r = tx.query(
           "INSERT INTO activity (code, name, kind, timezone, start_at, end_at, whitelist_required, user_limit, "
           "user_limit_period, state, definition, definition_hash, created_by, created_at, updated_at, version) "
           "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, 1) RETURNING id",
           p);
       res.id = r[0].i64(0);
-      log_status(tx, {"activity", res.id, std::nullopt, "pending_review", who.name, "created", std::nullopt}, now);
+      log_created(tx, res.id, ActivityState::pending_review, who.name, "created", now);
       write_children(tx, res.id, d);
       record_current(tx, res.id, 1, text, res.hash, who.name, "created", now);
       res.version = 1;
-      res.version_state = "current";
+      res.version_state = name(VersionState::current);
       audit(tx, who.name, "activity.create", "activity", d.code, summary_json(d, res.hash), now);
       res.log.push_back("created " + d.code + " (pending_review), " + std::to_string(d.prizes.size()) + " prize(s)");
       if (opts.publish) {
         const std::string waived = "review waived: review.required = false";
-        transition(tx, "activity", "activity", res.id, "pending_review", "approved", who.name, waived, now);
-        transition(tx, "activity", "activity", res.id, "approved", "live", who.name, "published with create --publish",
-                   now);
+        transition(tx, res.id, ActivityState::pending_review, ActivityState::approved, who.name, waived, now);
+        transition(tx, res.id, ActivityState::approved, ActivityState::live, who.name,
+                   "published with create --publish", now);
         audit(tx, who.name, "activity.review_waived", "activity", d.code,
               nlohmann::json{{"reason", waived}, {"hash", res.hash}}.dump(), now);
         res.log.push_back(waived + "; published: live");
@@ -235,10 +237,12 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
     res.log.clear();
     auto a = get(tx, d.code);
     res.id = a.id;
-    res.state = a.state;
-    static const std::set<std::string> editable{"pending_review", "product_approved", "approved", "rejected"};
-    if (!editable.count(a.state))
-      throw Error(Exit::findings, "activity '" + d.code + "' is " + a.state +
+    res.state = name(a.state);
+    using S = ActivityState;
+    const bool editable =
+        a.state == S::pending_review || a.state == S::product_approved || a.state == S::approved || a.state == S::rejected;
+    if (!editable)
+      throw Error(Exit::findings, "activity '" + d.code + "' is " + res.state +
                                       (is_running(a.state) ? " (it started running meanwhile): run activity update again"
                                                            : ": an activity that has ended or is offline cannot change"));
     if (a.definition_hash == res.hash) {
@@ -247,7 +251,7 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
       return;
     }
     Params p = header_params(d);
-    p.insert(p.end(), {text, res.hash, now, a.id, a.state});
+    p.insert(p.end(), {text, res.hash, now, a.id, name(a.state)});
     int64_t n = tx.exec(
         "UPDATE activity SET name = $1, kind = $2, timezone = $3, start_at = $4, end_at = $5, whitelist_required = $6, "
         "user_limit = $7, user_limit_period = $8, definition = $9, definition_hash = $10, updated_at = $11, "
@@ -258,12 +262,11 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
     write_children(tx, a.id, d);
     record_current(tx, a.id, a.version + 1, text, res.hash, who.name, "definition changed before publishing", now);
     res.version = a.version + 1;
-    res.version_state = "current";
+    res.version_state = name(VersionState::current);
     int64_t voided = tx.exec("UPDATE activity_review SET voided = 1 WHERE activity_id = $1 AND voided = 0", {a.id});
-    if (a.state != "pending_review") {
-      transition(tx, "activity", "activity", a.id, a.state, "pending_review", who.name,
-                 "definition changed: approvals voided", now);
-      res.state = "pending_review";
+    if (a.state != S::pending_review) {
+      transition(tx, a.id, a.state, S::pending_review, who.name, "definition changed: approvals voided", now);
+      res.state = name(S::pending_review);
     }
     audit(tx, who.name, "activity.update", "activity", d.code,
           summary_json(d, res.hash, "previous_hash", a.definition_hash), now);

@@ -2,6 +2,7 @@
 // absent -> create, same definition hash -> nothing, not yet live -> update, live -> refuse. A
 // running activity's rules are what users were promised; they are never changed behind them.
 #include "core/activity/activity.hpp"
+#include "core/activity/versions.hpp"
 #include "util/hash.hpp"
 
 namespace rc::activity {
@@ -28,17 +29,16 @@ ApplyResult apply(store::Store& st, const Definition& d, const std::string& text
     res.result.id = row->id;
     res.result.code = d.code;
     res.result.hash = hash;
-    res.result.state = row->state;
+    res.result.state = name(row->state);
     res.result.dry_run = who.dry_run;
     if (row->definition_hash == hash) {
       res.action = "unchanged";
-      res.result.log.push_back("activity '" + d.code + "' is " + row->state + " with the same definition (sha256 " +
+      res.result.log.push_back("activity '" + d.code + "' is " + res.result.state + " with the same definition (sha256 " +
                                hash + "): unchanged");
       return res;
     }
-    if (row->state == "gray" || row->state == "live" || row->state == "paused" || row->state == "ended" ||
-        row->state == "offline")
-      throw Error(Exit::data, "activity '" + d.code + "' is " + row->state + " with definition sha256 " +
+    if (is_running(row->state) || row->state == ActivityState::ended || row->state == ActivityState::offline)
+      throw Error(Exit::data, "activity '" + d.code + "' is " + res.result.state + " with definition sha256 " +
                                   row->definition_hash + "; the file has sha256 " + hash +
                                   ": apply never changes the definition of an activity that has been published "
                                   "(a running one takes a reviewed new version: activity update -f FILE)");

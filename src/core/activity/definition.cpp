@@ -20,21 +20,9 @@ namespace rc::activity {
 
 using util::did_you_mean;
 
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::direct: return "direct";
-    case Kind::lottery: return "lottery";
-    case Kind::redpack: return "redpack";
-  }
-  return "?";
-}
+const char* kind_name(Kind k) { return name(k); }
 
-std::optional<Kind> parse_kind(const std::string& s) {
-  if (s == "direct") return Kind::direct;
-  if (s == "lottery") return Kind::lottery;
-  if (s == "redpack") return Kind::redpack;
-  return std::nullopt;
-}
+std::optional<Kind> parse_kind(const std::string& s) { return parse_state<Kind>(s); }
 
 const char* severity_name(Severity s) {
   switch (s) {

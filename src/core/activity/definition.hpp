@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 
 namespace rc::activity {
 
@@ -43,7 +44,7 @@ constexpr int64_t kMaxStockBuckets = 1024;   // stock rows per prize
 constexpr int64_t kMaxValidityDays = 36500;  // 100 years: expiry dates stay printable (year <= 9999)
 constexpr int64_t kMaxInt32 = 2147483647;    // INTEGER columns (PostgreSQL int4): fuse window and percents
 
-enum class Kind { direct, lottery, redpack };
+// Kind (direct, lottery, redpack) and its name table are in core/states.hpp.
 const char* kind_name(Kind k);
 std::optional<Kind> parse_kind(const std::string& s);
 

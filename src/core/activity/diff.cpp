@@ -164,8 +164,8 @@ VersionDiff diff_versions(store::Store& st, const std::string& code, std::option
   if (va->version > vb->version)
     throw Error(Exit::usage, "--from " + std::to_string(va->version) + " is after --to " + std::to_string(vb->version) +
                                  ": give the older version as --from");
-  d.from = {va->version, va->state, va->definition_hash};
-  d.to = {vb->version, vb->state, vb->definition_hash};
+  d.from = {va->version, name(va->state), va->definition_hash};
+  d.to = {vb->version, name(vb->state), vb->definition_hash};
   auto pa = parse_definition(va->definition, code + " version " + std::to_string(va->version));
   auto pb = parse_definition(vb->definition, code + " version " + std::to_string(vb->version));
   if (!pa.def || !pb.def) throw Error(Exit::internal, "a stored version of '" + code + "' no longer parses");

@@ -28,31 +28,31 @@ namespace {
 TransitionResult refused(const ActivityRow& a, const std::string& what, const std::string& allowed) {
   TransitionResult r;
   r.code = a.code;
-  r.from = a.state;
-  r.to = a.state;
-  r.message = "activity '" + a.code + "' is " + a.state + ": cannot " + what + " (allowed from " + allowed +
+  r.from = name(a.state);
+  r.to = r.from;
+  r.message = "activity '" + a.code + "' is " + r.from + ": cannot " + what + " (allowed from " + allowed +
               "); nothing changed";
   return r;
 }
 
-TransitionResult moved(const ActivityRow& a, const std::string& to, bool dry) {
+TransitionResult moved(const ActivityRow& a, ActivityState to, bool dry) {
   TransitionResult r;
   r.code = a.code;
-  r.from = a.state;
-  r.to = to;
+  r.from = name(a.state);
+  r.to = name(to);
   r.changed = !dry;
   r.dry_run = dry;
-  r.message = std::string(dry ? "would move" : "moved") + " activity '" + a.code + "' from " + a.state + " to " + to;
+  r.message = std::string(dry ? "would move" : "moved") + " activity '" + a.code + "' from " + r.from + " to " + r.to;
   return r;
 }
 
 // The state a paused activity came from: the from_state of its latest move to paused.
-std::string paused_from(store::Session& s, int64_t id) {
+ActivityState paused_from(store::Session& s, int64_t id) {
   auto r = s.query(
       "SELECT from_state FROM status_log WHERE entity = 'activity' AND entity_id = $1 AND to_state = 'paused' "
       "ORDER BY id DESC LIMIT 1",
       {id});
-  return r.empty() || r[0].is_null(0) ? "live" : r[0].str(0);
+  return r.empty() || r[0].is_null(0) ? ActivityState::live : state_from_db<ActivityState>(r[0].str(0));
 }
 
 }  // namespace
@@ -66,11 +66,12 @@ TransitionResult approve(store::Store& st, const std::string& code, Role role, c
       res = approve_version(tx, a, role, comment, pol, who, now);
       return;
     }
-    const std::string expected = role == Role::product ? "pending_review" : "product_approved";
-    const std::string to = role == Role::product ? "product_approved" : "approved";
+    using S = ActivityState;
+    const S expected = role == Role::product ? S::pending_review : S::product_approved;
+    const S to = role == Role::product ? S::product_approved : S::approved;
     if (a.state != expected) {
-      std::string hint = role == Role::tech && a.state == "pending_review" ? " (product approves first)" : "";
-      res = refused(a, std::string("approve as ") + role_name(role) + hint, expected);
+      std::string hint = role == Role::tech && a.state == S::pending_review ? " (product approves first)" : "";
+      res = refused(a, std::string("approve as ") + role_name(role) + hint, name(expected));
       tx.rollback_only();
       return;
     }
@@ -92,12 +93,12 @@ TransitionResult approve(store::Store& st, const std::string& code, Role role, c
       tx.rollback_only();
       return;
     }
-    if (!transition(tx, "activity", "activity", a.id, expected, to, who.name,
+    if (!transition(tx, a.id, expected, to, who.name,
                     std::string("approved as ") + role_name(role), now)) {
       // A concurrent approval won: report the state it left, change nothing.
       tx.rollback_only();
       auto now_state = get(tx, code);
-      res = refused(now_state, std::string("approve as ") + role_name(role), expected);
+      res = refused(now_state, std::string("approve as ") + role_name(role), name(expected));
       return;
     }
     tx.exec(
@@ -120,17 +121,17 @@ TransitionResult reject(store::Store& st, const std::string& code, Role role, co
       res = reject_version(tx, a, role, reason, who, now);
       return;
     }
-    if (a.state != "pending_review" && a.state != "product_approved") {
+    if (a.state != ActivityState::pending_review && a.state != ActivityState::product_approved) {
       res = refused(a, "reject", "pending_review, product_approved");
       tx.rollback_only();
       return;
     }
-    res = moved(a, "rejected", who.dry_run);
+    res = moved(a, ActivityState::rejected, who.dry_run);
     if (who.dry_run) {
       tx.rollback_only();
       return;
     }
-    if (!transition(tx, "activity", "activity", a.id, a.state, "rejected", who.name, reason, now)) {
+    if (!transition(tx, a.id, a.state, ActivityState::rejected, who.name, reason, now)) {
       tx.rollback_only();
       res = refused(get(tx, code), "reject", "pending_review, product_approved");
       return;
@@ -150,24 +151,26 @@ TransitionResult control(store::Store& st, const std::string& code, Op op, const
   TransitionResult res;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     auto a = get(tx, code);
-    std::string to, allowed;
+    using S = ActivityState;
+    S to = a.state;
+    std::string allowed;
     bool ok = false;
     switch (op) {
       case Op::publish_gray:
-        to = "gray", allowed = "approved", ok = a.state == "approved";
+        to = S::gray, allowed = "approved", ok = a.state == S::approved;
         break;
       case Op::publish_full:
-        to = "live", allowed = "approved, gray", ok = a.state == "approved" || a.state == "gray";
+        to = S::live, allowed = "approved, gray", ok = a.state == S::approved || a.state == S::gray;
         break;
       case Op::pause:
-        to = "paused", allowed = "gray, live", ok = a.state == "gray" || a.state == "live";
+        to = S::paused, allowed = "gray, live", ok = a.state == S::gray || a.state == S::live;
         break;
       case Op::resume:
-        allowed = "paused", ok = a.state == "paused";
+        allowed = "paused", ok = a.state == S::paused;
         if (ok) to = paused_from(tx, a.id);
         break;
       case Op::offline:
-        to = "offline", allowed = "any state but ended, offline, rejected", ok = !is_final(a.state);
+        to = S::offline, allowed = "any state but ended, offline, rejected", ok = !is_final(a.state);
         break;
     }
     if (!ok) {
@@ -187,7 +190,7 @@ TransitionResult control(store::Store& st, const std::string& code, Op op, const
       return;
     }
     std::string why = reason.value_or(op_name(op));
-    if (!transition(tx, "activity", "activity", a.id, a.state, to, who.name, why, now)) {
+    if (!transition(tx, a.id, a.state, to, who.name, why, now)) {
       tx.rollback_only();
       res = refused(get(tx, code), op_name(op), allowed);
       return;

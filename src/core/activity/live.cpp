@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "core/activity/versions.hpp"
 #include "core/audit.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -74,8 +75,8 @@ BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code, b
 // replaces its stock and budget; after it, nothing can be spent any more.)
 ActivityRow running(Session& s, const std::string& code) {
   auto a = get(s, code);
-  if (a.state != "gray" && a.state != "live" && a.state != "paused")
-    throw Error(Exit::data, "activity " + code + " is " + a.state + ": stock and budget change here only while it runs "
+  if (!is_running(a.state))
+    throw Error(Exit::data, "activity " + code + " is " + name(a.state) + ": stock and budget change here only while it runs "
                             "(gray, live, paused); before that, activity update replaces them");
   return a;
 }
@@ -281,13 +282,13 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
     if (needs_review) {
       if (is_stock(spec.kind)) get_prize(tx, a.id, a.code, spec.prize);
       else get_budget(tx, a.id, a.code);
-      c.state = "proposed";
+      c.state = name(ChangeRequestState::proposed);
     } else {
       auto [before, after] = apply(tx, a, spec.kind, spec.prize, spec.amount);
       c.before = before;
       c.after = after;
       c.ladder = settle(tx, a, spec.kind, who, now);
-      c.state = "applied";
+      c.state = name(ChangeRequestState::applied);
       c.decided_by = who.name;
       c.decided_at = now;
     }
@@ -298,7 +299,8 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
                      c.requested_by, store::opt(c.decided_by), store::opt(c.before), store::opt(c.after), now,
                      store::opt(c.decided_at)})[0]
                .i64(0);
-    log_status(tx, {"change_request", c.id, std::nullopt, c.state, who.name, c.reason, std::nullopt}, now);
+    log_created(tx, c.id, needs_review ? ChangeRequestState::proposed : ChangeRequestState::applied, who.name, c.reason,
+                now);
     audit(tx, who.name, needs_review ? "activity.change.propose" : "activity.change.apply", "activity", c.code,
           audit_detail(c).dump(), now);
     if (who.dry_run) c.id = 0;  // rolled back: no id to approve
@@ -316,7 +318,7 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
   st.transact(store::TxMode::write, [&](Tx& tx) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
-    if (c.state != "proposed")
+    if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
       throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + " (by " +
                                       c.decided_by.value_or("?") + "), not proposed: nothing to approve");
     if (c.requested_by == who.name)
@@ -329,10 +331,10 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     c.before = before;
     c.after = after;
     c.ladder = settle(tx, a, *kind, who, now);
-    if (!transition(tx, "change_request", "change_request", id, "proposed", "applied", who.name, std::nullopt, now,
+    if (!transition(tx, id, ChangeRequestState::proposed, ChangeRequestState::applied, who.name, std::nullopt, now,
                     ", decided_by = $5, decided_at = $2, before_value = $6, after_value = $7", {who.name, before, after}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
-    c.state = "applied";
+    c.state = name(ChangeRequestState::applied);
     c.decided_by = who.name;
     c.decided_at = now;
     audit(tx, who.name, "activity.change.approve", "activity", c.code, audit_detail(c).dump(), now);
@@ -349,12 +351,12 @@ Change reject(store::Store& st, int64_t id, const std::string& reason, const Act
   st.transact(store::TxMode::write, [&](Tx& tx) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
-    if (c.state != "proposed")
+    if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
       throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
-    if (!transition(tx, "change_request", "change_request", id, "proposed", "rejected", who.name, reason, now,
+    if (!transition(tx, id, ChangeRequestState::proposed, ChangeRequestState::rejected, who.name, reason, now,
                     ", decided_by = $5, decided_at = $2, decision_reason = $6", {who.name, reason}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
-    c.state = "rejected";
+    c.state = name(ChangeRequestState::rejected);
     c.decided_by = who.name;
     c.decision_reason = reason;
     c.decided_at = now;

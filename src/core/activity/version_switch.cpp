@@ -51,14 +51,14 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
   if (tx.dialect() == store::Dialect::postgres)
     tx.query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(" + claim_lock_args("$1::text") + ")) x", {a.code});
   std::vector<std::string> did;
-  const std::string from_state = v.state;
+  const VersionState from_state = v.state;
 
   // 1. the versions: N superseded, N+1 current (in this order: one current row at a time)
   auto cur = tx.query("SELECT id FROM activity_version WHERE activity_id = $1 AND state = 'current'", {a.id});
-  if (!cur.empty() && !transition(tx, "activity_version", "activity_version", cur[0].i64(0), "current", "superseded",
-                                  who, "switched to version " + std::to_string(v.version), now))
+  if (!cur.empty() && !transition(tx, cur[0].i64(0), VersionState::current, VersionState::superseded, who,
+                                  "switched to version " + std::to_string(v.version), now))
     throw store::Retryable("the running version changed concurrently");
-  if (!transition(tx, "activity_version", "activity_version", v.id, from_state, "current", who,
+  if (!transition(tx, v.id, from_state, VersionState::current, who,
                   "approved as tech: switched from version " + std::to_string(a.version), now,
                   ", switched_at = $2, decided_by = $5", {who}))
     throw store::Retryable("the version in review changed concurrently");

@@ -13,7 +13,9 @@ namespace rc::activity {
 using store::Session;
 using nlohmann::json;
 
-bool is_running(const std::string& s) { return s == "gray" || s == "live" || s == "paused"; }
+bool is_running(ActivityState s) {
+  return s == ActivityState::gray || s == ActivityState::live || s == ActivityState::paused;
+}
 
 namespace {
 
@@ -26,7 +28,7 @@ VersionRow to_version(const store::Row& r) {
   v.id = r.i64(0);
   v.activity_id = r.i64(1);
   v.version = r.i64(2);
-  v.state = r.str(3);
+  v.state = state_from_db<VersionState>(r.str(3));
   v.definition = r.str(4);
   v.definition_hash = r.str(5);
   v.proposed_by = r.str(6);
@@ -45,7 +47,7 @@ std::string name_of(const ActivityRow& a, int64_t version) {
 TransitionResult unchanged(const ActivityRow& a, const std::optional<VersionRow>& v, const std::string& why) {
   TransitionResult r;
   r.code = a.code;
-  r.from = r.to = v ? v->state : a.state;
+  r.from = r.to = v ? name(v->state) : name(a.state);
   if (v) r.version = v->version;
   r.message = why + "; nothing changed";
   return r;
@@ -86,8 +88,8 @@ std::optional<VersionRow> open_version(Session& s, int64_t activity_id) {
 void record_current(Session& s, int64_t activity_id, int64_t version, const std::string& text, const std::string& hash,
                     const std::string& who, const std::string& reason, Millis now) {
   auto cur = s.query("SELECT id FROM activity_version WHERE activity_id = $1 AND state = 'current'", {activity_id});
-  if (!cur.empty() && !transition(s, "activity_version", "activity_version", cur[0].i64(0), "current", "superseded",
-                                  who, reason, now))
+  if (!cur.empty() &&
+      !transition(s, cur[0].i64(0), VersionState::current, VersionState::superseded, who, reason, now))
     throw store::Retryable("the current version changed concurrently");
   auto id = s.query(
                  "INSERT INTO activity_version (activity_id, version, state, definition, definition_hash, proposed_by, "
@@ -95,7 +97,7 @@ void record_current(Session& s, int64_t activity_id, int64_t version, const std:
                  "RETURNING id",
                  {activity_id, version, text, hash, who, reason, now})[0]
                 .i64(0);
-  log_status(s, {"activity_version", id, std::nullopt, "current", who, reason, std::nullopt}, now);
+  log_created(s, id, VersionState::current, who, reason, now);
 }
 
 CreateResult propose(store::Store& st, const Definition& d, const std::string& text, const ProposeOptions& opts,
@@ -112,17 +114,17 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
       res.log.clear();
       auto a = get(tx, d.code);
       res.id = a.id;
-      res.state = a.state;
+      res.state = name(a.state);
       if (!is_running(a.state))
-        throw Error(Exit::findings, "activity '" + d.code + "' is " + a.state + " (it changed meanwhile): run activity update again");
+        throw Error(Exit::findings, "activity '" + d.code + "' is " + res.state + " (it changed meanwhile): run activity update again");
       if (a.definition_hash == res.hash) {
         res.log.push_back("definition unchanged (same SHA-256 as the running version " + std::to_string(a.version) +
                           "): nothing to do");
         tx.rollback_only();
         return;
       }
-      if (kind_name(d.kind) != a.kind)
-        throw Error(Exit::data, "activity '" + d.code + "' is a " + a.kind + " activity; a new version cannot make it " +
+      if (d.kind != a.kind)
+        throw Error(Exit::data, "activity '" + d.code + "' is a " + name(a.kind) + " activity; a new version cannot make it " +
                                     kind_name(d.kind) + " (create a new activity): nothing was written");
       const bool has_budget = !tx.query("SELECT 1 FROM budget WHERE activity_id = $1", {a.id}).empty();
       if (has_budget && !d.budget_cents)
@@ -130,7 +132,7 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
                                     "' has a budget; the new version has no budget_cents: a running activity's budget "
                                     "cannot be removed (activity budget --set changes it): nothing was written");
       if (auto open = open_version(tx, a.id))
-        throw Error(Exit::findings, name_of(a, open->version) + " is already in review (" + open->state + ", proposed by " +
+        throw Error(Exit::findings, name_of(a, open->version) + " is already in review (" + name(open->state) + ", proposed by " +
                                         open->proposed_by + "): approve or reject it first (activity approve|reject " +
                                         d.code + "); nothing was written");
       const int64_t next =
@@ -142,26 +144,25 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
                    "created_at, updated_at) VALUES ($1, $2, 'pending_review', $3, $4, $5, $6, $6) RETURNING id",
                    {a.id, next, text, res.hash, who.name, now})[0]
               .i64(0);
-      log_status(tx, {"activity_version", vid, std::nullopt, "pending_review", who.name, "proposed", std::nullopt}, now);
+      log_created(tx, vid, VersionState::pending_review, who.name, "proposed", now);
       audit(tx, who.name, "activity.version.propose", "activity", d.code,
             json{{"version", next}, {"hash", res.hash}, {"running_version", a.version}, {"running_hash", a.definition_hash}}
                 .dump(),
             now);
       res.version = next;
-      res.version_state = "pending_review";
+      res.version_state = name(VersionState::pending_review);
       res.log.push_back("stored " + name_of(a, next) + " in review (pending_review); version " +
                         std::to_string(a.version) + " keeps running until a product and a tech approval switch to it");
       if (opts.publish) {
         const std::string waived = "review waived: review.required = false";
         auto v = *find_version(tx, a.id, next);
-        if (!transition(tx, "activity_version", "activity_version", vid, "pending_review", "product_approved", who.name,
-                        waived, now))
+        if (!transition(tx, vid, VersionState::pending_review, VersionState::product_approved, who.name, waived, now))
           throw store::Retryable("the new version changed concurrently");
-        v.state = "product_approved";
+        v.state = VersionState::product_approved;
         for (auto& l : switch_to(tx, a, v, d, who.name, now)) res.log.push_back(l);
         audit(tx, who.name, "activity.review_waived", "activity", d.code,
               json{{"reason", waived}, {"version", next}, {"hash", res.hash}}.dump(), now);
-        res.version_state = "current";
+        res.version_state = name(VersionState::current);
       }
       if (who.dry_run) tx.rollback_only();
     });
@@ -177,15 +178,15 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
 TransitionResult approve_version(store::Tx& tx, const ActivityRow& a, Role role,
                                  const std::optional<std::string>& comment, const ReviewPolicy& pol, const Actor& who,
                                  Millis now) {
-  const std::string expected = role == Role::product ? "pending_review" : "product_approved";
-  const std::string to = role == Role::product ? "product_approved" : "current";
+  const VersionState expected = role == Role::product ? VersionState::pending_review : VersionState::product_approved;
+  const VersionState to = role == Role::product ? VersionState::product_approved : VersionState::current;
   auto v = open_version(tx, a.id);
   if (!v || v->state != expected) {
     tx.rollback_only();
     return unchanged(a, v,
-                     v ? name_of(a, v->version) + " is " + v->state + ": cannot approve as " + role_name(role) +
-                             " (allowed from " + expected + (role == Role::tech ? "; product approves first" : "") + ")"
-                       : "activity '" + a.code + "' is " + a.state + " and no new version is in review: cannot approve "
+                     v ? name_of(a, v->version) + " is " + name(v->state) + ": cannot approve as " + role_name(role) +
+                             " (allowed from " + name(expected) + (role == Role::tech ? "; product approves first" : "") + ")"
+                       : "activity '" + a.code + "' is " + name(a.state) + " and no new version is in review: cannot approve "
                          "(activity update -f FILE proposes one)");
   }
   if (who.name == v->proposed_by)
@@ -196,14 +197,14 @@ TransitionResult approve_version(store::Tx& tx, const ActivityRow& a, Role role,
                                    " as product; the tech approver must be someone else (config review.distinct_approvers)");
   TransitionResult res;
   res.code = a.code;
-  res.from = v->state;
-  res.to = to;
+  res.from = name(v->state);
+  res.to = name(to);
   res.version = v->version;
   res.dry_run = who.dry_run;
   res.changed = !who.dry_run;
   std::vector<std::string> did;
   if (role == Role::product) {
-    if (!transition(tx, "activity_version", "activity_version", v->id, expected, to, who.name, "approved as product", now))
+    if (!transition(tx, v->id, expected, to, who.name, "approved as product", now))
       throw store::Retryable("the version in review changed concurrently");
   } else {
     auto parsed = parse_definition(v->definition, a.code);
@@ -220,7 +221,7 @@ TransitionResult approve_version(store::Tx& tx, const ActivityRow& a, Role role,
             .dump(),
         now);
   res.message = std::string(who.dry_run ? "would approve " : "approved ") + name_of(a, v->version) + " as " +
-                role_name(role) + ": " + v->state + " -> " + to;
+                role_name(role) + ": " + res.from + " -> " + res.to;
   for (auto& l : did) res.message += "; " + l;
   if (who.dry_run) tx.rollback_only();
   return res;
@@ -231,16 +232,16 @@ TransitionResult reject_version(store::Tx& tx, const ActivityRow& a, Role role, 
   auto v = open_version(tx, a.id);
   if (!v) {
     tx.rollback_only();
-    return unchanged(a, v, "activity '" + a.code + "' is " + a.state + " and no new version is in review: cannot reject");
+    return unchanged(a, v, "activity '" + a.code + "' is " + name(a.state) + " and no new version is in review: cannot reject");
   }
   TransitionResult res;
   res.code = a.code;
-  res.from = v->state;
-  res.to = "rejected";
+  res.from = name(v->state);
+  res.to = name(VersionState::rejected);
   res.version = v->version;
   res.dry_run = who.dry_run;
   res.changed = !who.dry_run;
-  if (!transition(tx, "activity_version", "activity_version", v->id, v->state, "rejected", who.name, reason, now,
+  if (!transition(tx, v->id, v->state, VersionState::rejected, who.name, reason, now,
                   ", decided_by = $5, reason = $6", {who.name, reason}))
     throw store::Retryable("the version in review changed concurrently");
   tx.exec(
@@ -249,7 +250,7 @@ TransitionResult reject_version(store::Tx& tx, const ActivityRow& a, Role role, 
       {a.id, std::string(role_name(role)), who.name, v->definition_hash, reason, now, v->version});
   audit(tx, who.name, "activity.version.reject", "activity", a.code,
         json{{"role", role_name(role)}, {"version", v->version}, {"reason", reason}}.dump(), now);
-  res.message = std::string(who.dry_run ? "would reject " : "rejected ") + name_of(a, v->version) + " (" + v->state +
+  res.message = std::string(who.dry_run ? "would reject " : "rejected ") + name_of(a, v->version) + " (" + res.from +
                 "); version " + std::to_string(a.version) + " keeps running";
   if (who.dry_run) tx.rollback_only();
   return res;

@@ -28,13 +28,14 @@ namespace rc::activity {
 
 struct VersionRow {
   int64_t id = 0, activity_id = 0, version = 0;
-  std::string state, definition, definition_hash, proposed_by;
+  VersionState state = VersionState::current;
+  std::string definition, definition_hash, proposed_by;
   std::optional<std::string> reason, decided_by;
   Millis created_at = 0, updated_at = 0;
   std::optional<Millis> switched_at;
 };
 
-bool is_running(const std::string& activity_state);  // gray, live, paused: claims may follow its rules
+bool is_running(ActivityState activity_state);  // gray, live, paused: claims may follow its rules
 
 // The activity's versions, oldest first.
 std::vector<VersionRow> versions_of(store::Session& s, int64_t activity_id);

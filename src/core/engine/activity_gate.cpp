@@ -27,7 +27,7 @@ std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code
   const auto& x = r[0];
   ActivityGate a;
   a.id = x.i64(0);
-  a.state = x.str(1);
+  a.state = state_from_db<ActivityState>(x.str(1));
   a.version = x.i64(2);
   a.start_at = x.i64(3);
   a.end_at = x.i64(4);
@@ -47,15 +47,16 @@ void check_version(store::Session& s, int64_t activity_id, int64_t version) {
 }
 
 std::string gate_rejection(const ActivityGate& a, Millis now) {
-  if (a.state == "ended") return "ended";
-  if (a.state != "live" && a.state != "gray" && a.state != "paused") return "not_live";
+  using S = ActivityState;
+  if (a.state == S::ended) return "ended";
+  if (a.state != S::live && a.state != S::gray && a.state != S::paused) return "not_live";
   switch (activity::window_position(now, a.start_at, a.end_at)) {
     case activity::WindowPos::before: return "not_started";
     case activity::WindowPos::after: return "ended";
     case activity::WindowPos::inside: break;
   }
-  if (a.state == "paused") return "paused";
-  if (a.state == "gray" && !a.on_gray_list) return "not_in_gray_list";
+  if (a.state == S::paused) return "paused";
+  if (a.state == S::gray && !a.on_gray_list) return "not_in_gray_list";
   return "";
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
@@ -15,7 +16,7 @@ namespace rc::engine {
 // The activity as one claim sees it, read inside the claim's transaction.
 struct ActivityGate {
   int64_t id = 0, version = 0;
-  std::string state;
+  ActivityState state = ActivityState::pending_review;
   Millis start_at = 0, end_at = 0;
   bool on_gray_list = false;
   bool blacklisted = false;

@@ -11,7 +11,7 @@ std::optional<DeliveryTarget> load_delivery_target(store::Session& s, int64_t gr
       {grant_id});
   if (r.empty()) return std::nullopt;
   const auto& x = r[0];
-  return DeliveryTarget{x.i64(0), x.str(1), x.str(2),  x.str(3), x.str(4), x.str_or(5, ""),
+  return DeliveryTarget{x.i64(0), state_from_db<GrantState>(x.str(1)), x.str(2), x.str(3), x.str(4), x.str_or(5, ""),
                         x.str(6), x.i64(7), x.opt_str(8)};
 }
 
@@ -31,10 +31,10 @@ std::string open_bill(store::Session& s, const DeliveryTarget& t, Millis now) {
   return bill;
 }
 
-void close_bill(store::Session& s, const std::string& bill, const std::string& state, const std::string& code,
+void close_bill(store::Session& s, const std::string& bill, BillState state, const std::string& code,
                 const std::string& msg, Millis now) {
   s.exec("UPDATE delivery_bill SET state = $2, last_code = $3, last_message = $4, updated_at = $5 WHERE bill_no = $1",
-         {bill, state, code, msg, now});
+         {bill, name(state), code, msg, now});
 }
 
 }  // namespace rc::engine

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
@@ -13,7 +14,8 @@ namespace rc::engine {
 // The grant being delivered, as delivery needs it.
 struct DeliveryTarget {
   int64_t id = 0;
-  std::string state, user, item, item_kind, channel, record_code;
+  GrantState state = GrantState::init;
+  std::string user, item, item_kind, channel, record_code;
   int64_t amount = 0;
   std::optional<std::string> bill_no;
 };
@@ -25,7 +27,7 @@ std::optional<DeliveryTarget> load_delivery_target(store::Session& s, int64_t gr
 std::string open_bill(store::Session& s, const DeliveryTarget& t, Millis now);
 
 // Records the bill's outcome (success, failed, awaiting_external, retryable, unknown).
-void close_bill(store::Session& s, const std::string& bill, const std::string& state, const std::string& code,
+void close_bill(store::Session& s, const std::string& bill, BillState state, const std::string& code,
                 const std::string& msg, Millis now);
 
 }  // namespace rc::engine

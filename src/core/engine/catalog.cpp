@@ -25,7 +25,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   c->id = r.i64(0);
   c->version = r.i64(1);
   c->code = r.str(2);
-  c->kind = r.str(3);
+  c->kind = state_from_db<activity::Kind>(r.str(3));
   c->timezone = r.str(4);
   c->whitelist_required = r.i64(5) != 0;
   c->limit = r.opt_i64(6);
@@ -61,7 +61,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
     c->prizes.push_back(std::move(p));
   }
   c->pool = WeightedPool(weights);
-  if (c->kind == "lottery") {
+  if (c->kind == activity::Kind::lottery) {
     // Guarantees live only in the definition text: read them from the stored, reviewed version.
     auto parsed = activity::parse_definition(r.str(8), c->code);
     if (parsed.def) {

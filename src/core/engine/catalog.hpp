@@ -12,6 +12,7 @@
 
 #include "core/clock.hpp"
 #include "core/engine/lottery.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
@@ -33,7 +34,8 @@ struct PrizeInfo {
 
 struct ActivityCatalog {
   int64_t id = 0, version = 0;
-  std::string code, kind, timezone;
+  std::string code, timezone;
+  activity::Kind kind = activity::Kind::direct;
   bool whitelist_required = false;
   std::optional<int64_t> limit;
   Period limit_period = Period::total;

@@ -10,7 +10,7 @@
 
 namespace rc::engine {
 
-std::optional<std::string> Channel::deliver_from_init(store::Session&, GrantView& g, const std::string&, Millis) {
+std::optional<GrantState> Channel::deliver_from_init(store::Session&, GrantView& g, const std::string&, Millis) {
   throw Error(Exit::internal, "channel '" + g.channel + "' is not in the database: it delivers after commit");
 }
 
@@ -28,15 +28,15 @@ namespace {
 class LedgerChannel : public Channel {
  public:
   bool in_database() const override { return true; }
-  std::optional<std::string> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
-                                               Millis now) override {
+  std::optional<GrantState> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
+                                              Millis now) override {
     return deliver_inline(s, InlineChannel::ledger, g, actor, now);
   }
   Completion complete(store::Session& s, const DeliveryTarget& t, const std::string& bill, Millis now) override {
     // idempotent by bill number: a second credit under the same bill changes nothing
     const std::string asset = ledger_asset(t.item_kind, t.item);
     ledger_credit(s, bill, t.user, asset, t.amount, now);
-    return {"success", "ledger credited", "0", "credited " + asset};
+    return {GrantState::success, "ledger credited", "0", "credited " + asset};
   }
 };
 
@@ -44,8 +44,8 @@ class LedgerChannel : public Channel {
 class OutboxChannel : public Channel {
  public:
   bool in_database() const override { return true; }
-  std::optional<std::string> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
-                                               Millis now) override {
+  std::optional<GrantState> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
+                                              Millis now) override {
     return deliver_inline(s, InlineChannel::outbox, g, actor, now);
   }
   Completion complete(store::Session& s, const DeliveryTarget& t, const std::string& bill, Millis now) override {
@@ -53,7 +53,7 @@ class OutboxChannel : public Channel {
         "INSERT INTO outbox (bill_no, channel, payload, state, created_at, updated_at) "
         "VALUES ($1, $2, $3, 'pending', $4, $4) ON CONFLICT (bill_no) DO NOTHING",
         {bill, t.channel, delivery::WebhookClient::body({t.id, bill, t.user, t.item, t.amount}), now});
-    return {"awaiting_external", "written to outbox", "", ""};
+    return {GrantState::awaiting_external, "written to outbox", "", ""};
   }
 };
 

@@ -30,7 +30,7 @@ namespace rc::engine {
 
 // What an in-database channel wrote for a grant moved to issuing (Channel::complete).
 struct Completion {
-  std::string state;   // the grant's next state: success or awaiting_external
+  GrantState state = GrantState::success;  // the grant's next state: success or awaiting_external
   std::string why;     // the status-log reason
   std::string code;    // the bill's last code ("0" for a credit)
   std::string message; // the bill's last message
@@ -49,8 +49,8 @@ class Channel {
   // it, in s's transaction: the status-log row, the bill (already closed) and the channel's rows.
   // Returns the new state and updates g; nullopt, with nothing written, when another process moved
   // the grant first. The default throws Error(internal): a remote channel has no such delivery.
-  virtual std::optional<std::string> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
-                                                       Millis now);
+  virtual std::optional<GrantState> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
+                                                      Millis now);
 
   // In-database channels. t has just been moved to issuing with bill number `bill` in s's
   // transaction: writes the channel's rows, idempotent by bill number, and says which state the

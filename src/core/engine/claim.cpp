@@ -146,7 +146,7 @@ struct ClaimRun {
     if (by_budget) ng.reason = "budget_degrade";
     ng.why = by_budget       ? "budget_degrade"
              : degraded_from ? "draw degraded to consolation"
-                             : cat.kind == "lottery" ? "draw" : "claim";
+                             : cat.kind == activity::Kind::lottery ? "draw" : "claim";
     if (held_id) ng.why = "released from a fuse hold: " + ng.why;
     g = GrantView{};
     g.record_code = ng.record_code;
@@ -162,7 +162,7 @@ struct ClaimRun {
     g.activity = r.activity;
     g.prize = p.code;
     g.user = r.user;
-    g.state = "init";
+    g.state = GrantState::init;
     g.item = p.item;
     g.item_kind = p.item_kind;
     g.channel = p.channel;
@@ -184,7 +184,7 @@ struct ClaimRun {
     // 8. budget, then stock: the hot rows, last (claim_many may take them at the end of its chunk)
     std::optional<LadderMove> moved;
     std::optional<int64_t> got;
-    if (defer_hot_rows && cat.kind == "direct" && !cat.has_ladder) {
+    if (defer_hot_rows && cat.kind == activity::Kind::direct && !cat.has_ladder) {
       deferred = HotTake{cat.id, *cost, p.id, ng.bucket, cat.has_budget && *cost > 0};
       got = ng.bucket;
     } else {
@@ -217,7 +217,7 @@ struct ClaimRun {
   // pending (another release or a confirm won).
   std::optional<int64_t> adopt_held(const NewGrant& ng) {
     check_version(tx, ng.activity_id, *ng.pool_version);
-    if (!transition(tx, "grants", "grant", held_id, "pending", "init", ng.actor, ng.why, now,
+    if (!transition(tx, held_id, GrantState::pending, GrantState::init, ng.actor, ng.why, now,
                     ", prize_id = $5, amount = $6, cost_cents = $7, bucket = $8, draw_value = $9, pool_version = $10, "
                     "degraded_from = $11, channel = $12, expires_at = $13, reason = $14",
                     {ng.prize_id, ng.amount, ng.cost_cents, ng.bucket, store::opt(ng.draw_value),
@@ -272,7 +272,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     spdlog::info("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
                  status_name(out.status), out.reason.empty() ? "" : " reason=" + out.reason,
-                 out.grant ? " record=" + out.grant->record_code + " state=" + out.grant->state : "", out.duration_us);
+                 out.grant ? " record=" + out.grant->record_code + " state=" + name(out.grant->state) : "", out.duration_us);
     return out;
   };
   bool twin = false;
@@ -307,7 +307,8 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
     if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
     answer_replay(r, *g, out);
     // A retry after a crash between the claim's commit and its delivery finishes the delivery.
-    if (out.status == Status::replayed && g->state == "init" && r.deliver && !r.dry_run) deliver_after_commit(out);
+    if (out.status == Status::replayed && g->state == GrantState::init && r.deliver && !r.dry_run)
+      deliver_after_commit(out);
     return finish();
   }
   if (!granted && out.reason == "held_by_fuse") {
@@ -330,7 +331,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   out.dry_run = r.dry_run;
   out.ladder = ladder;
   // 9. a remote channel (webhook) delivers after the commit; an in-database one already has
-  if (r.deliver && !r.dry_run && out.grant->state == "init") deliver_after_commit(out);
+  if (r.deliver && !r.dry_run && out.grant->state == GrantState::init) deliver_after_commit(out);
   // committed: the log line and the alert, once - after the user's delivery, so that a slow alert
   // webhook never delays it (a crash before the post leaves the alert queued for fuse-scan)
   if (ladder && !r.dry_run) announce_ladder(*ladder);

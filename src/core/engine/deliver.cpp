@@ -34,32 +34,33 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
     tgt = load_delivery_target(tx, grant_id);
     if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
     out.state = tgt->state;
-    std::string from = tgt->state;
-    if (from == "issuing") {
+    GrantState from = tgt->state;
+    if (from == GrantState::issuing) {
       // A delivery that recorded no outcome before its resend fell due crashed or hung past its
       // timeout: take it over (issuing -> delayed_resend -> issuing), with the same bill number.
-      if (!resend_due(tx, tgt->id, now) || !transition(tx, "grants", "grant", tgt->id, "issuing", "delayed_resend", actor,
-                                     "no outcome recorded before the resend fell due", now))
+      if (!resend_due(tx, tgt->id, now) || !transition(tx, tgt->id, GrantState::issuing, GrantState::delayed_resend,
+                                                       actor, "no outcome recorded before the resend fell due", now))
         return false;
-      from = "delayed_resend";
-    } else if (from != "init" && from != "delayed_resend") {
+      from = GrantState::delayed_resend;
+    } else if (from != GrantState::init && from != GrantState::delayed_resend) {
       return false;  // delivered, failed, or waiting for an external answer
     }
     p.ch = channel(tgt->channel);
     if (!p.ch)
       throw Error(Exit::config, "grant " + tgt->record_code + " is delivered by channel '" + tgt->channel +
                                     "', which is not configured on this host: add [channels." + tgt->channel + "]");
-    if (!transition(tx, "grants", "grant", tgt->id, from, "issuing", actor, "deliver via " + tgt->channel, now))
+    if (!transition(tx, tgt->id, from, GrantState::issuing, actor, "deliver via " + tgt->channel, now))
       return false;
     bill = open_bill(tx, *tgt, now);
     out.delivered_now = true;
-    out.state = "issuing";
+    out.state = GrantState::issuing;
     if (p.ch->in_database()) {
       // the channel's rows, idempotent by bill number, then the move the channel names
       const Completion c = p.ch->complete(tx, *tgt, bill, now);
-      transition(tx, "grants", "grant", tgt->id, "issuing", c.state, actor, c.why, now);
-      close_bill(tx, bill, c.state, c.code, c.message, now);
-      if (c.state == "success") finish_resend(tx, tgt->id, "done", actor, c.why, now);
+      const bool success = c.state == GrantState::success;
+      transition(tx, tgt->id, GrantState::issuing, c.state, actor, c.why, now);
+      close_bill(tx, bill, success ? BillState::success : BillState::awaiting_external, c.code, c.message, now);
+      if (success) finish_resend(tx, tgt->id, ResendState::done, actor, c.why, now);
       out.state = c.state;
       out.outcome = delivery::Outcome::success;
     } else {
@@ -72,7 +73,7 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
 }
 
 bool Engine::deliver_in(store::Tx& tx, GrantView& g) {
-  if (g.state != "init" || g.bill_no || !opts_.channels.count(g.channel)) return false;
+  if (g.state != GrantState::init || g.bill_no || !opts_.channels.count(g.channel)) return false;
   Channel* ch = channel(g.channel);
   if (!ch->in_database()) return false;
   return ch->deliver_from_init(tx, g, opts_.actor, clock_.now_ms()).has_value();
@@ -107,36 +108,37 @@ DeliveryOutcome Engine::deliver(int64_t grant_id) {
     std::string why = std::string(delivery::outcome_name(res.outcome)) + (res.code.empty() ? "" : " " + res.code) +
                       (res.message.empty() ? "" : ": " + res.message);
     why = why.substr(0, 500);
-    std::string to = res.outcome == delivery::Outcome::success  ? "success"
-                     : res.outcome == delivery::Outcome::failed ? "failed"
-                                                                : "delayed_resend";
-    bool moved = to == "failed" ? transition(tx, "grants", "grant", tgt->id, "issuing", to, actor, why, done,
-                                             ", reason = $5", {why})
-                                : transition(tx, "grants", "grant", tgt->id, "issuing", to, actor, why, done);
+    const GrantState to = res.outcome == delivery::Outcome::success  ? GrantState::success
+                          : res.outcome == delivery::Outcome::failed ? GrantState::failed
+                                                                     : GrantState::delayed_resend;
+    bool moved = to == GrantState::failed
+                     ? transition(tx, tgt->id, GrantState::issuing, to, actor, why, done, ", reason = $5", {why})
+                     : transition(tx, tgt->id, GrantState::issuing, to, actor, why, done);
     if (!moved) {
       // Someone took the delivery over in the meantime: their outcome stands.
       tx.rollback_only();
       auto now_state = load_delivery_target(tx, tgt->id);
-      out.state = now_state ? now_state->state : "";
+      if (now_state) out.state = now_state->state;  // grants are never deleted
       return;
     }
     out.state = to;
-    if (to == "success") {
-      close_bill(tx, bill, "success", res.code, res.message, done);
-      finish_resend(tx, tgt->id, "done", actor, why, done);
-    } else if (to == "failed") {
-      close_bill(tx, bill, "failed", res.code, res.message, done);
-      finish_resend(tx, tgt->id, "manual", actor, why, done);
+    if (to == GrantState::success) {
+      close_bill(tx, bill, BillState::success, res.code, res.message, done);
+      finish_resend(tx, tgt->id, ResendState::done, actor, why, done);
+    } else if (to == GrantState::failed) {
+      close_bill(tx, bill, BillState::failed, res.code, res.message, done);
+      finish_resend(tx, tgt->id, ResendState::manual, actor, why, done);
       release_holdings(tx, tgt->id, actor, "final failure: " + why, done);
     } else {
       // retryable or unknown: the same bill number later, with exponential backoff (60 s doubling
       // to 1 h from the first delay, with jitter)
-      close_bill(tx, bill, delivery::outcome_name(res.outcome), res.code, res.message, done);
+      close_bill(tx, bill, res.outcome == delivery::Outcome::retryable ? BillState::retryable : BillState::unknown,
+                 res.code, res.message, done);
       reschedule_resend(tx, tgt->id, opts_.resend_first_delay_ms, why, done);
     }
   });
   spdlog::info("deliver record={} bill={} channel={} outcome={} code={} state={}", tgt->record_code, bill, tgt->channel,
-               delivery::outcome_name(res.outcome), res.code, out.state);
+               delivery::outcome_name(res.outcome), res.code, name(out.state));
   return out;
 }
 

@@ -42,17 +42,17 @@ const std::string kPgOutbox = "WITH u AS (" + move_sql("$8") + " RETURNING id), 
 
 }  // namespace
 
-std::optional<std::string> deliver_inline(store::Session& s, InlineChannel ch, GrantView& g, const std::string& actor,
+std::optional<GrantState> deliver_inline(store::Session& s, InlineChannel ch, GrantView& g, const std::string& actor,
                                           Millis now) {
   const bool ledger = ch == InlineChannel::ledger;
-  const std::string to = ledger ? "success" : "awaiting_external";
+  const GrantState to = ledger ? GrantState::success : GrantState::awaiting_external;
   const std::string why = ledger ? "ledger credited" : "written to outbox";
   const std::string bill = new_id("B", now);
   const std::string asset = ledger ? ledger_asset(g.item_kind, g.item) : "";
   const std::string message = "credited " + asset;
   const std::string payload =
       ledger ? "" : delivery::WebhookClient::body({g.id, bill, g.user, g.item, g.amount});
-  store::Params p{g.id, bill, now, actor, why, g.channel, g.amount, to};
+  store::Params p{g.id, bill, now, actor, why, g.channel, g.amount, name(to)};
   if (ledger) p.insert(p.end(), {g.user, asset, message});
   else p.push_back(payload);
 
@@ -62,11 +62,12 @@ std::optional<std::string> deliver_inline(store::Session& s, InlineChannel ch, G
     if (ledger && r[0].i64(1) != 1) balance_overflow(g.user, asset, g.amount);
   } else {
     // SQLite runs in the process: the same rows, one statement each.
-    if (s.exec(move_sql("$4"), {g.id, bill, now, to}) != 1)
+    if (s.exec(move_sql("$4"), {g.id, bill, now, name(to)}) != 1)
       return std::nullopt;
-    log_status(s, {"grant", g.id, std::string("init"), to, actor, why, std::nullopt}, now);
+    log_moved(s, g.id, GrantState::init, to, actor, why, now);
     s.exec(kBill + "VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $8)",
-           {bill, g.id, g.channel, g.amount, to, ledger ? "0" : "", ledger ? message : "", now});
+           {bill, g.id, g.channel, g.amount, name(ledger ? BillState::success : BillState::awaiting_external),
+            ledger ? "0" : "", ledger ? message : "", now});
     if (ledger) {
       s.exec(kEntry + "VALUES ($1, 'credit', $2, $3, $4, $5)", {bill, g.user, asset, g.amount, now});
       if (s.exec(kAccountUpsert, {g.user, asset, g.amount, now}) != 1) balance_overflow(g.user, asset, g.amount);

@@ -23,7 +23,7 @@ enum class InlineChannel { ledger, outbox };
 // Delivers g (read or written in s's transaction) through an in-database channel. Returns the
 // grant's new state and sets g.state, g.bill_no and g.updated_at; nullopt, with nothing written,
 // when the grant was no longer in init without a bill (another process moved it first).
-std::optional<std::string> deliver_inline(store::Session& s, InlineChannel ch, GrantView& g, const std::string& actor,
+std::optional<GrantState> deliver_inline(store::Session& s, InlineChannel ch, GrantView& g, const std::string& actor,
                                           Millis now);
 
 }  // namespace rc::engine

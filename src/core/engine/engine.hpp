@@ -67,7 +67,7 @@ struct ClaimOutcome {
 };
 
 struct DeliveryOutcome {
-  std::string state;  // the grant's state afterwards
+  GrantState state = GrantState::init;  // the grant's state afterwards
   delivery::Outcome outcome = delivery::Outcome::unknown;
   std::string code, message;
   bool delivered_now = false;  // false: another process owned the delivery, or nothing to do

@@ -36,7 +36,7 @@ std::optional<int64_t> insert_grant(store::Session& s, const NewGrant& g, Millis
   auto ins = s.query(kInsert, params);
   if (ins.empty()) return std::nullopt;
   int64_t id = ins[0].i64(0);
-  log_status(s, {"grant", id, std::nullopt, "init", g.actor, g.why, std::nullopt}, now);
+  log_created(s, id, GrantState::init, g.actor, g.why, now);
   return id;
 }
 

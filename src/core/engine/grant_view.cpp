@@ -16,7 +16,7 @@ GrantView to_view(const store::Row& r) {
   g.activity = r.str(3);
   g.prize = r.str_or(4, "");
   g.user = r.str(5);
-  g.state = r.str(6);
+  g.state = state_from_db<GrantState>(r.str(6));
   g.item = r.str_or(7, "");
   g.item_kind = r.str_or(8, "");
   g.channel = r.str_or(9, "");

@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
 
 struct GrantView {
   int64_t id = 0;
-  std::string record_code, biz_id, activity, prize, user, state, item, item_kind, channel;
+  std::string record_code, biz_id, activity, prize, user, item, item_kind, channel;
+  GrantState state = GrantState::init;
   int64_t amount = 0, cost_cents = 0;
   std::optional<std::string> bill_no, degraded_from, source, reason;
   std::optional<int64_t> draw_value, pool_version, bucket;

@@ -49,16 +49,16 @@ std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int
        store::opt(r.list_item_id), event_id, now});
   if (ins.empty()) return std::nullopt;
   const int64_t id = ins[0].i64(0);
-  log_status(s, {"grant", id, std::nullopt, "pending", actor, "held_by_fuse", std::nullopt}, now);
+  log_created(s, id, GrantState::pending, actor, "held_by_fuse", now);
   return id;
 }
 
-bool follow_held_item(store::Session& s, int64_t grant_id, const std::string& from, const std::string& to,
+bool follow_held_item(store::Session& s, int64_t grant_id, ListItemState from, ListItemState to,
                       const std::optional<std::string>& reason, const std::string& actor, Millis now) {
   auto g = s.query("SELECT list_item_id FROM grants WHERE id = $1", {grant_id});
   if (g.empty() || g[0].is_null(0)) return false;
-  const std::string extra = to == "failed" ? ", error = $5" : ", reason = $5";
-  return transition(s, "list_item", "list_item", g[0].i64(0), from, to, actor, reason, now, extra,
+  const std::string extra = to == ListItemState::failed ? ", error = $5" : ", reason = $5";
+  return transition(s, g[0].i64(0), from, to, actor, reason, now, extra,
                     {store::opt(reason)});
 }
 
@@ -68,10 +68,9 @@ int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reas
       "RETURNING id",
       {"fuse_confirmed: " + reason, now, event_id});
   for (auto& row : moved.rows) {
-    log_status(s, {"grant", row.i64(0), std::string("pending"), "cancelled", actor, "fuse confirmed: " + reason,
-                   std::nullopt},
-               now);
-    follow_held_item(s, row.i64(0), "held", "cancelled", "fuse_confirmed: " + reason, actor, now);
+    log_moved(s, row.i64(0), GrantState::pending, GrantState::cancelled, actor, "fuse confirmed: " + reason, now);
+    follow_held_item(s, row.i64(0), ListItemState::held, ListItemState::cancelled, "fuse_confirmed: " + reason, actor,
+                     now);
   }
   return int64_t(moved.size());
 }
@@ -125,7 +124,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   const auto& x = h[0];
   res.record_code = x.str(0);
   res.state = x.str(7);
-  if (res.state != "pending") {
+  if (state_from_db<GrantState>(res.state) != GrantState::pending) {
     res.result = "decided";
     return res;
   }
@@ -152,7 +151,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     try {
       granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder);
       if (dry_run) tx.rollback_only();
-      else follow_held_item(tx, grant_id, "held", "issued", std::nullopt, opts_.actor, now);
+      else follow_held_item(tx, grant_id, ListItemState::held, ListItemState::issued, std::nullopt, opts_.actor, now);
     } catch (const Rejection& rej) {
       why = rej.reason;
       tx.rollback_only();
@@ -168,15 +167,16 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   }
   if (granted) {
     res.result = dry_run ? "would_grant" : "granted";
-    res.state = "init";
+    res.state = name(GrantState::init);
     if (!dry_run) {
       ClaimOutcome o;
       o.grant = granted;
       deliver_after_commit(o);
-      res.state = o.grant->state;
-      if (res.state == "failed")  // a definite "no" from the channel: the item says so too
+      res.state = name(o.grant->state);
+      if (o.grant->state == GrantState::failed)  // a definite "no" from the channel: the item says so too
         st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-          follow_held_item(tx, grant_id, "issued", "failed", "delivery failed", opts_.actor, clock_.now_ms());
+          follow_held_item(tx, grant_id, ListItemState::issued, ListItemState::failed, "delivery failed", opts_.actor,
+                           clock_.now_ms());
         });
       if (ladder) announce_ladder(*ladder);  // after the delivery, as a claim does
     }
@@ -201,10 +201,10 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
       why = "held_by_fuse";
     }
     // The world changed while it was held: rejected with the claim's reason, once.
-    if (transition(tx, "grants", "grant", grant_id, "pending", "invalid", opts_.actor,
+    if (transition(tx, grant_id, GrantState::pending, GrantState::invalid, opts_.actor,
                    "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why})) {
       res.result = "rejected";
-      follow_held_item(tx, grant_id, "held", "rejected", why, opts_.actor, now);
+      follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, why, opts_.actor, now);
     }
   });
   res.state = current_state(st_.autocommit(), grant_id);

@@ -61,10 +61,10 @@ std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int
 // and follows it: when the grant is decided, the item moves held -> to (issued, rejected with the
 // reason, cancelled) with its own conditional update and status-log row, in the caller's
 // transaction, which is the one that moved the grant. Also issued -> failed when a released grant's
-// delivery failed (from = "issued"). Nothing happens for a grant without a list item, or when the
+// delivery failed (from = issued). Nothing happens for a grant without a list item, or when the
 // item is not in state `from`. Returns whether an item moved.
 // REQUIRES: called inside the write transaction that moved the grant.
-bool follow_held_item(store::Session& s, int64_t grant_id, const std::string& from, const std::string& to,
+bool follow_held_item(store::Session& s, int64_t grant_id, ListItemState from, ListItemState to,
                       const std::optional<std::string>& reason, const std::string& actor, Millis now);
 
 // Steps 2-8 of the common flow for the held grant `held_id` (record `record_code`) inside tx, adopting

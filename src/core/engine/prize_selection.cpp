@@ -12,7 +12,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
                         const std::string& user, Millis now) {
   Selection sel;
   if (cat.prizes.empty()) throw Rejection{"sold_out"};
-  if (cat.kind == "lottery") {
+  if (cat.kind == activity::Kind::lottery) {
     std::optional<size_t> chosen;
     if (!cat.guarantees.empty()) {
       auto it = cat.guarantees.find(count_draw(s, cat.id, user, now));
@@ -36,7 +36,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
 }
 
 int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p) {
-  if (cat.kind != "redpack" || !p.amount_max) return p.amount;
+  if (cat.kind != activity::Kind::redpack || !p.amount_max) return p.amount;
   int64_t amount = random_between(p.amount, *p.amount_max);
   if (cat.has_budget && p.unit_cost_cents > 0) {
     // Never more than the budget left: the conditional update in take_budget still decides.

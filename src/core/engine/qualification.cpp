@@ -12,14 +12,14 @@ int64_t use_qualification(store::Session& s, int64_t activity_id, const std::str
       {activity_id, user, now});
   if (!q.empty()) return q[0].i64(0);
   auto st = s.query("SELECT status FROM qualification WHERE activity_id = $1 AND user_id = $2", {activity_id, user});
-  throw Rejection{!st.empty() && st[0].str(0) == "used" ? "qualification_used" : "not_qualified"};
+  const bool used = !st.empty() && state_from_db<QualificationStatus>(st[0].str(0)) == QualificationStatus::used;
+  throw Rejection{used ? "qualification_used" : "not_qualified"};
 }
 
 void log_qualification_used(store::Session& s, int64_t qualification_id, const std::string& actor,
                             const std::string& record_code, Millis now) {
-  log_status(s, {"qualification", qualification_id, std::string("unused"), "used", actor, "claim " + record_code,
-                 std::nullopt},
-             now);
+  log_moved(s, qualification_id, QualificationStatus::unused, QualificationStatus::used, actor, "claim " + record_code,
+            now);
 }
 
 }  // namespace rc::engine

@@ -3,6 +3,7 @@
 #include "core/engine/budget.hpp"
 #include "core/engine/limits.hpp"
 #include "core/engine/stock.hpp"
+#include "core/states.hpp"
 
 namespace rc::engine {
 
@@ -39,7 +40,7 @@ GivenBack give_back(store::Session& tx, int64_t grant_id) {
 std::optional<Released> release_holdings(store::Session& tx, int64_t grant_id, const std::string& actor,
                                          const std::string& why, Millis now) {
   auto st = tx.query("SELECT state FROM grants WHERE id = $1", {grant_id});
-  if (st.empty() || st[0].str(0) != "failed") return std::nullopt;
+  if (st.empty() || state_from_db<GrantState>(st[0].str(0)) != GrantState::failed) return std::nullopt;
   // The once-only guard, first: a grant released before already has this row, and then nothing
   // below runs. (Its reason is completed with what went back at the end.)
   if (tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at) "

@@ -15,7 +15,7 @@ void ensure_resend(store::Session& s, const DeliveryTarget& t, const std::string
       "RETURNING id",
       {t.user, t.id, bill, due, expires, now});
   if (!r.empty())
-    log_status(s, {"resend_bill", r[0].i64(0), std::nullopt, "pending", actor, "bill " + bill, std::nullopt}, now);
+    log_created(s, r[0].i64(0), ResendState::pending, actor, "bill " + bill, now);
   // A resend of an existing bill: it falls due again only once this call has certainly timed out,
   // so a concurrent resend cannot take the delivery over while it is in flight.
   else
@@ -24,10 +24,10 @@ void ensure_resend(store::Session& s, const DeliveryTarget& t, const std::string
            {t.id, due, now});
 }
 
-void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, const std::string& actor,
+void finish_resend(store::Session& s, int64_t grant_id, ResendState to, const std::string& actor,
                    const std::string& why, Millis now) {
   auto r = s.query("SELECT id FROM resend_bill WHERE grant_id = $1 AND state = 'pending'", {grant_id});
-  for (auto& row : r.rows) transition(s, "resend_bill", "resend_bill", row.i64(0), "pending", to, actor, why, now);
+  for (auto& row : r.rows) transition(s, row.i64(0), ResendState::pending, to, actor, why, now);
 }
 
 bool resend_due(store::Session& s, int64_t grant_id, Millis now) {

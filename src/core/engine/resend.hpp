@@ -16,7 +16,7 @@ void ensure_resend(store::Session& s, const DeliveryTarget& t, const std::string
                    const std::string& actor, Millis now);
 
 // Moves the grant's pending resend bills to `to` (done, manual), each with its status-log row.
-void finish_resend(store::Session& s, int64_t grant_id, const std::string& to, const std::string& actor,
+void finish_resend(store::Session& s, int64_t grant_id, ResendState to, const std::string& actor,
                    const std::string& why, Millis now);
 
 // True when the grant has a pending resend bill due at `now`.

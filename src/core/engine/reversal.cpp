@@ -17,7 +17,7 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
     auto g = find_grant(tx, record_code);
     if (!g) throw Error(Exit::not_found, "no grant with record code '" + record_code + "'");
     out.grant = g;
-    out.state = g->state;
+    out.state = name(g->state);
     if (request_id) {
       auto seen = tx.query(
           "SELECT to_state FROM status_log WHERE entity = 'grant' AND entity_id = $1 AND request_id = $2",
@@ -29,8 +29,8 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
         return;
       }
     }
-    if (g->state != "success") {
-      out.message = "grant " + record_code + " is " + g->state + ": only a successful grant can be reversed; nothing changed";
+    if (g->state != GrantState::success) {
+      out.message = "grant " + record_code + " is " + out.state + ": only a successful grant can be reversed; nothing changed";
       tx.rollback_only();
       return;
     }
@@ -49,7 +49,7 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
       tx.rollback_only();
       return;
     }
-    if (!transition(tx, "grants", "grant", g->id, "success", "reversed", actor, reason, now, "", {}, request_id)) {
+    if (!transition(tx, g->id, GrantState::success, GrantState::reversed, actor, reason, now, "", {}, request_id)) {
       // A concurrent reversal won; with the same request id, that was this request.
       tx.rollback_only();
       if (request_id && !tx.query("SELECT 1 FROM status_log WHERE entity = 'grant' AND entity_id = $1 AND request_id = $2",
@@ -76,7 +76,7 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
               .dump(),
           now);
     out.changed = true;
-    out.state = "reversed";
+    out.state = name(GrantState::reversed);
     out.message = "reversed " + record_code + ": stock, limit counts and budget returned";
   });
   if (out.changed) out.grant = find_grant(st.autocommit(), record_code);
