@@ -60,9 +60,9 @@ Exit print_transition(Ctx& ctx, const TransitionResult& r) {
 void require_drill(Ctx& ctx, store::Store& st, const std::string& code, const std::string& hash) {
   if (!ctx.settings.review_drill_required) return;
   if (!jobs::drill::passing_run(st.autocommit(), code, hash))
-    throw Error(Exit::no_perm, "activity " + code + ": review.drill_required is on and its definition " +
-                                   hash.substr(0, 12) + " has no passing drill (or its latest drill failed): run "
-                                   "`rewardctl drill " + code + "` first (nothing changed)");
+    throw Error(Errc::not_permitted, "activity " + code + ": review.drill_required is on and its definition " +
+                                         hash.substr(0, 12) + " has no passing drill (or its latest drill failed): run "
+                                         "`rewardctl drill " + code + "` first (nothing changed)");
 }
 
 Exit run_create(Ctx& ctx) {
@@ -170,7 +170,7 @@ void register_activity(CLI::App& app, Ctx& ctx) {
   gray->excludes(full);
   add_dry_run(publish);
   on(publish, ctx, [](Ctx& c) {
-    if (opt.gray == opt.full) throw Error(Exit::usage, "activity publish needs exactly one of --gray or --full");
+    if (opt.gray == opt.full) throw Error(Errc::usage, "activity publish needs exactly one of --gray or --full");
     auto st = c.open_store();
     if (c.settings.review_drill_required) {
       // only a publish that would happen asks (an illegal transition reports its own state)

@@ -51,7 +51,7 @@ Millis parse_time_flag(const std::string& flag, const std::string& v, Millis now
   if (flag == "--start" && v == "now") return now / 1000 * 1000;
   auto t = parse_rfc3339(v);
   if (!t)
-    throw Error(Exit::usage, flag + " '" + excerpt(v) + "' is not a time with an offset, such as 2025-11-01T00:00:00+08:00" +
+    throw Error(Errc::usage, flag + " '" + excerpt(v) + "' is not a time with an offset, such as 2025-11-01T00:00:00+08:00" +
                                  (flag == "--start" ? " (or now)" : ""));
   return *t;
 }
@@ -63,7 +63,7 @@ std::string written(Millis t, const std::string& zone, const std::string& flag) 
   std::string s = format_in_zone(t, zone);  // whole seconds
   auto back = parse_rfc3339(s);
   if (!back || *back != t - ((t % 1000) + 1000) % 1000)
-    throw Error(Exit::usage, flag + ": the window's " + (flag == "--start" ? "start" : "end") + " " + format_utc(t) +
+    throw Error(Errc::usage, flag + ": the window's " + (flag == "--start" ? "start" : "end") + " " + format_utc(t) +
                                  " cannot be written as an RFC 3339 time in " + zone +
                                  ": choose a time in the years 1970 to 9999");
   return s;
@@ -75,12 +75,12 @@ std::string fill_template(std::string text, Millis now) {
   if (!opt.code.empty()) {
     static const std::regex code_re("[a-z0-9_-]{1,64}");
     if (!std::regex_match(opt.code, code_re))
-      throw Error(Exit::usage, "--code '" + excerpt(opt.code) + "' (" + std::to_string(opt.code.size()) +
+      throw Error(Errc::usage, "--code '" + excerpt(opt.code) + "' (" + std::to_string(opt.code.size()) +
                                    " bytes): use 1 to 64 of a-z 0-9 _ -");
     text = with_value(text, "code", opt.code);
   }
   if (opt.start.empty() && opt.end.empty() && opt.days == 0) return text;
-  if (!opt.end.empty() && opt.days > 0) throw Error(Exit::usage, "give --end or --days, not both");
+  if (!opt.end.empty() && opt.days > 0) throw Error(Errc::usage, "give --end or --days, not both");
   std::string zone = template_value(text, "timezone");
   Millis start = opt.start.empty() ? parse_time_flag("--start", template_value(text, "start"), now)
                                    : parse_time_flag("--start", opt.start, now);
@@ -88,7 +88,7 @@ std::string fill_template(std::string text, Millis now) {
                : opt.end.empty() ? parse_time_flag("--end", template_value(text, "end"), now)
                                  : parse_time_flag("--end", opt.end, now);
   if (end <= start)
-    throw Error(Exit::usage, "the window is empty: end " + format_in_zone(end, zone) + " is not after start " +
+    throw Error(Errc::usage, "the window is empty: end " + format_in_zone(end, zone) + " is not after start " +
                                  format_in_zone(start, zone) + " (give a later --end, or --days)");
   text = with_value(text, "start", written(start, zone, "--start"));
   return with_value(text, "end", written(end, zone, opt.days > 0 ? "--days" : "--end"));
@@ -102,7 +102,7 @@ Exit run_new(Ctx& ctx) {
       else std::cout << text;
       return Exit::ok;
     }
-  throw Error(Exit::usage, "unknown activity kind '" + opt.kind + "': choose one of " + kinds());
+  throw Error(Errc::usage, "unknown activity kind '" + opt.kind + "': choose one of " + kinds());
 }
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }

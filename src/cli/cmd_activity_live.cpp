@@ -38,11 +38,11 @@ std::vector<std::string> users() {
     std::string uid, ext;
     while (in->reader->next(rec)) {
       std::string why = jobs::import::check_row(h, rec, uid, ext);
-      if (!why.empty()) throw Error(Exit::data, in->reader->where(rec.line) + ": " + why + ": nothing was changed");
+      if (!why.empty()) throw Error(Errc::bad_input, in->reader->where(rec.line) + ": " + why + ": nothing was changed");
       out.push_back(uid);
     }
   }
-  if (out.empty()) throw Error(Exit::usage, "name at least one USER, or -f FILE with a user_id column");
+  if (out.empty()) throw Error(Errc::usage, "name at least one USER, or -f FILE with a user_id column");
   return out;
 }
 
@@ -97,7 +97,7 @@ Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
 }
 
 Exit run_stock(Ctx& ctx) {
-  if ((opt.add > 0) == (opt.remove > 0)) throw Error(Exit::usage, "activity stock needs exactly one of --add N or --remove N");
+  if ((opt.add > 0) == (opt.remove > 0)) throw Error(Errc::usage, "activity stock needs exactly one of --add N or --remove N");
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, opt.code, opt.prize,
                      opt.add > 0 ? opt.add : opt.remove, opt.reason};
@@ -107,7 +107,7 @@ Exit run_stock(Ctx& ctx) {
 
 Exit run_budget(Ctx& ctx) {
   if ((opt.raise > 0) == (opt.set >= 0))
-    throw Error(Exit::usage, "activity budget needs exactly one of --raise CENTS or --set CENTS");
+    throw Error(Errc::usage, "activity budget needs exactly one of --raise CENTS or --set CENTS");
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   live::ChangeSpec c{opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, opt.code, "",
                      opt.raise > 0 ? opt.raise : opt.set, opt.reason};

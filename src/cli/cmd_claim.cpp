@@ -57,7 +57,7 @@ Exit run_claim(Ctx& ctx) {
 }
 
 Exit run_reverse(Ctx& ctx) {
-  if (opt.code.empty() == opt.biz_id.empty()) throw Error(Exit::usage, "reverse needs exactly one of RECORD or --biz-id");
+  if (opt.code.empty() == opt.biz_id.empty()) throw Error(Errc::usage, "reverse needs exactly one of RECORD or --biz-id");
   check_text(opt.reason, "--reason", kMaxReasonBytes, true);
   if (!opt.code.empty()) check_text(opt.code, "RECORD", kMaxNameBytes, true);
   std::optional<std::string> rid;
@@ -66,7 +66,7 @@ Exit run_reverse(Ctx& ctx) {
   auto st = ctx.open_store();
   if (opt.code.empty()) {
     auto g = engine::find_grant_by_biz(st->autocommit(), opt.biz_id);
-    if (!g) throw Error(Exit::not_found, "no grant with biz id '" + opt.biz_id + "'");
+    if (!g) throw Error(Errc::not_found, "no grant with biz id '" + opt.biz_id + "'");
     opt.code = g->record_code;
   }
   confirm_irreversible(opt.yes || opt.dry_run, "reverse",
@@ -116,7 +116,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   show->callback([&ctx] {
     ctx.action = [&ctx] {
       int given = !opt.code.empty() + !opt.biz_id.empty() + !opt.user.empty();
-      if (given != 1) throw Error(Exit::usage, "record show needs exactly one of RECORD, --biz-id or --user");
+      if (given != 1) throw Error(Errc::usage, "record show needs exactly one of RECORD, --biz-id or --user");
       if (!opt.code.empty()) check_text(opt.code, "RECORD", kMaxNameBytes, true);
       if (!opt.biz_id.empty()) opt.biz_id = require_identifier(opt.biz_id, IdKind::key, "--biz-id");
       if (!opt.user.empty()) opt.user = require_identifier(opt.user, IdKind::user, "--user");
@@ -132,7 +132,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
         gs = engine::grants_of_user(st->autocommit(), opt.user, a);
       }
       if (gs.empty() && opt.user.empty())
-        throw Error(Exit::not_found, opt.code.empty() ? "no grant with biz id '" + opt.biz_id + "'"
+        throw Error(Errc::not_found, opt.code.empty() ? "no grant with biz id '" + opt.biz_id + "'"
                                                       : "no grant with record code '" + opt.code + "'");
       if (gs.size() == 1 && opt.user.empty()) {
         auto j = grant_json(gs[0]);
@@ -165,8 +165,8 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   comp->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
   comp->callback([&ctx] {
     ctx.action = [&ctx] {
-      if (opt.ok == opt.failed) throw Error(Exit::usage, "record complete needs exactly one of --ok or --failed");
-      if (opt.failed && opt.reason.empty()) throw Error(Exit::usage, "record complete --failed needs --reason");
+      if (opt.ok == opt.failed) throw Error(Errc::usage, "record complete needs exactly one of --ok or --failed");
+      if (opt.failed && opt.reason.empty()) throw Error(Errc::usage, "record complete --failed needs --reason");
       check_text(opt.reason, "--reason", kMaxReasonBytes, false);
       check_text(opt.bill, "BILL", kMaxNameBytes, true);
       auto st = ctx.open_store();

@@ -27,10 +27,10 @@ CLI::Option* scratch_opt = nullptr;
 
 Exit run_drill(Ctx& ctx) {
   if (opt.activity.empty() == opt.file.empty())
-    throw Error(Exit::usage, "drill needs an ACTIVITY or -f FILE (one of them)");
+    throw Error(Errc::usage, "drill needs an ACTIVITY or -f FILE (one of them)");
   if (peak_opt->count() && !(std::isfinite(opt.peak_qps) && opt.peak_qps > 0 && opt.peak_qps <= 1e12))
-    throw Error(Exit::usage, "--peak-qps must be a number of claims per second above 0 (at most 1e12)");
-  if (scratch_opt->count() && opt.scratch.empty()) throw Error(Exit::usage, "--scratch-db is empty");
+    throw Error(Errc::usage, "--peak-qps must be a number of claims per second above 0 (at most 1e12)");
+  if (scratch_opt->count() && opt.scratch.empty()) throw Error(Errc::usage, "--scratch-db is empty");
   auto live = ctx.open_store();  // the run is recorded here; a drill never writes anything else to it
   if (!opt.dry_run)  // a role that cannot record the run finds out now, not after the drill
     live->transact(store::TxMode::write, [](store::Tx& tx) {

@@ -95,7 +95,7 @@ void register_fuse(CLI::App& app, Ctx& ctx) {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
       auto e = fz::find_event(st->autocommit(), opt.event);
-      if (!e) throw Error(Exit::data, "no fuse event '" + opt.event + "' (see fuse list)");
+      if (!e) throw Error(Errc::not_found, "no fuse event '" + opt.event + "' (see fuse list)");
       // the requests it held and what became of each, then the event itself
       std::vector<json> rows;
       for (auto& h : fz::held_requests(st->autocommit(), e->id))
@@ -121,7 +121,7 @@ void register_fuse(CLI::App& app, Ctx& ctx) {
   rel->add_flag("--dry-run", opt.dry_run, "Report what would change; change nothing");
   rel->callback([&ctx] {
     ctx.action = [&ctx] {
-      if (!opt.false_alarm) throw Error(Exit::usage, "fuse release needs --false-alarm (use fuse confirm to keep it blocked)");
+      if (!opt.false_alarm) throw Error(Errc::usage, "fuse release needs --false-alarm (use fuse confirm to keep it blocked)");
       check_inputs(true, false);
       auto st = ctx.open_store();
       engine::Engine eng(*st, *ctx.clock, engine_options(ctx));

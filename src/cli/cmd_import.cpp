@@ -49,7 +49,7 @@ jobs::ImportOptions import_options(Ctx& ctx) {
   if (expires_opt && expires_opt->count() > 0) {
     o.expires_at = time_flag(opt.expires_at, "--expires-at", "2026-12-31T23:59:59+08:00");
     if (*o.expires_at <= ctx.now())
-      throw Error(Exit::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
+      throw Error(Errc::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
                                    format_utc(ctx.now()) + "): nothing was imported");
   }
   return o;
@@ -84,11 +84,11 @@ Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
                   {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
-    throw Error(Exit::data, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
-                                r.limit + see +
-                                (opt.batch_size > 0 ? ": the last batch was rolled back; batches committed before it "
-                                                      "stay, and a rerun continues after them"
-                                                    : ": nothing was imported"));
+    throw Error(Errc::bad_input, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
+                                     r.limit + see +
+                                     (opt.batch_size > 0 ? ": the last batch was rolled back; batches committed before it "
+                                                           "stay, and a rerun continues after them"
+                                                         : ": nothing was imported"));
   if (c.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(c.rejected), r.limit, see);
   return r.exit_code();
 }
@@ -116,9 +116,9 @@ Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
                   {"interrupted", r.interrupted}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
-    throw Error(Exit::data, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
-                                r.limit + see + ": nothing was revoked" +
-                                (opt.batch_size > 0 ? " by the last batch" : ""));
+    throw Error(Errc::bad_input, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
+                                     r.limit + see + ": nothing was revoked" +
+                                     (opt.batch_size > 0 ? " by the last batch" : ""));
   if (r.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(r.rejected), r.limit, see);
   return r.exit_code();
 }
@@ -154,7 +154,7 @@ Exit run_show(Ctx& ctx) {
   opt.user = require_identifier(opt.user, IdKind::user, "USER");
   auto store = ctx.open_store();
   auto q = jobs::find_qualification(*store, opt.activity, opt.user);
-  if (!q) throw Error(Exit::not_found, "user '" + opt.user + "' has no qualification in " + opt.activity);
+  if (!q) throw Error(Errc::not_found, "user '" + opt.user + "' has no qualification in " + opt.activity);
   auto opt_json = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   json ext = nullptr;
   if (q->ext) ext = json::parse(*q->ext, nullptr, false);

@@ -61,17 +61,17 @@ Exit run_plan(Ctx& ctx) {
                   {"rejects_file", r.rejects_path.empty() ? json(nullptr) : json(r.rejects_path)}});
   const std::string see = r.rejects_path.empty() ? "" : " (see " + r.rejects_path + ")";
   if (r.over_limit)
-    throw Error(Exit::data, r.file + ": " + std::to_string(r.rejected) + " rows rejected, over --max-rejects " + r.limit +
-                                see + ": nothing was stored");
+    throw Error(Errc::bad_input, r.file + ": " + std::to_string(r.rejected) + " rows rejected, over --max-rejects " + r.limit +
+                                     see + ": nothing was stored");
   if (!r.fits && !opt.allow_partial)
-    throw Error(Exit::data, "stock (" + std::to_string(r.stock_left) + " left) or budget (" +
-                                (r.budget_left ? std::to_string(*r.budget_left) + " cents left" : std::string("none")) +
-                                (r.budget_grants ? ", room for " + std::to_string(*r.budget_grants) +
-                                                       " grants"
-                                                 : std::string()) +
-                                ") does not cover " + std::to_string(r.users) + " users costing " +
-                                std::to_string(r.cost_cents) +
-                                " cents: nothing was stored (--allow-partial stores it; the rest is rejected when it runs)");
+    throw Error(Errc::conflict, "stock (" + std::to_string(r.stock_left) + " left) or budget (" +
+                                    (r.budget_left ? std::to_string(*r.budget_left) + " cents left" : std::string("none")) +
+                                    (r.budget_grants ? ", room for " + std::to_string(*r.budget_grants) +
+                                                           " grants"
+                                                     : std::string()) +
+                                    ") does not cover " + std::to_string(r.users) + " users costing " +
+                                    std::to_string(r.cost_cents) +
+                                    " cents: nothing was stored (--allow-partial stores it; the rest is rejected when it runs)");
   if (r.rejected > 0) spdlog::warn("{} rows rejected, within --max-rejects {}{}", r.rejected, r.limit, see);
   if (r.dry_run) spdlog::info("dry run: nothing was stored");
   return r.rejected > 0 ? Exit::partial : Exit::ok;

@@ -33,13 +33,13 @@ std::string csv_field(const std::string& s) {
 
 void write_csv(const std::string& path, int64_t run_id, const std::vector<rec::Diff>& diffs) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(Exit::cant_create, "--csv: cannot write " + path + ": " + std::strerror(errno));
+  if (!f) throw Error(Errc::output_failed, "--csv: cannot write " + path + ": " + std::strerror(errno));
   f << "run,check,entity,key,expected,actual,detail\r\n";
   for (auto& d : diffs)
     f << run_id << ',' << csv_field(d.check) << ',' << csv_field(d.entity) << ',' << csv_field(d.key) << ','
       << csv_field(d.expected) << ',' << csv_field(d.actual) << ',' << csv_field(d.detail) << "\r\n";
   f.flush();
-  if (!f) throw Error(Exit::cant_create, "--csv: cannot write " + path);
+  if (!f) throw Error(Errc::output_failed, "--csv: cannot write " + path);
 }
 
 void print_diffs(Ctx& ctx, int64_t run_id, const std::vector<rec::Diff>& diffs) {
@@ -154,7 +154,7 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
       auto r = rec::show_run(st->autocommit(), opt.run_id);
-      if (!r) throw Error(Exit::not_found, "no reconcile run " + std::to_string(opt.run_id));
+      if (!r) throw Error(Errc::not_found, "no reconcile run " + std::to_string(opt.run_id));
       print_diffs(ctx, r->first.id, r->second);
       if (!opt.csv.empty()) write_csv(opt.csv, r->first.id, r->second);
       auto j = summary_json(r->first);

@@ -93,11 +93,11 @@ json to_json(const rep::Data& d) {
 
 rep::Options options(Ctx& ctx) {
   for (auto* op : text_opts)
-    if (op->count() && op->as<std::string>().empty()) throw Error(Exit::usage, op->get_name() + " is empty");
+    if (op->count() && op->as<std::string>().empty()) throw Error(Errc::usage, op->get_name() + " is empty");
   rep::Options o;
   o.from = range_flag(opt.from, "--from");
   o.to = range_flag(opt.to, "--to");
-  if (o.from && o.to && *o.from >= *o.to) throw Error(Exit::usage, "--from must be before --to");
+  if (o.from && o.to && *o.from >= *o.to) throw Error(Errc::usage, "--from must be before --to");
   if (!opt.bucket.empty()) o.bucket = rep::parse_bucket(opt.bucket);
   o.now = ctx.now();
   return o;
@@ -126,7 +126,7 @@ Exit one_activity(Ctx& ctx) {
 }
 
 Exit index(Ctx& ctx) {
-  if (opt.html.empty()) throw Error(Exit::usage, "report without ACTIVITY needs --html DIR (the index page and one page per activity)");
+  if (opt.html.empty()) throw Error(Errc::usage, "report without ACTIVITY needs --html DIR (the index page and one page per activity)");
   const rep::Options base = options(ctx);
   auto st = ctx.open_store();
   std::vector<rep::Data> all;
@@ -139,8 +139,8 @@ Exit index(Ctx& ctx) {
   std::error_code ec;
   fs::create_directories(opt.html, ec);
   if (ec || !fs::is_directory(opt.html))
-    throw Error(Exit::cant_create, "--html " + opt.html + ": cannot create the directory" +
-                                       (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
+    throw Error(Errc::output_failed, "--html " + opt.html + ": cannot create the directory" +
+                                         (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
   const fs::path dir(opt.html);
   for (auto& d : all) util::write_file_atomic((dir / (d.h.code + ".html")).string(), rep::render_activity(d, ctx.now(), "index.html"));
   util::write_file_atomic((dir / "index.html").string(), rep::render_index(all, ctx.now()));

@@ -101,14 +101,14 @@ void check_command_words(CLI::App& app, int argc, char** argv) {
     for (auto* k : kids) names.push_back(k->get_name());
     std::string guess = util::did_you_mean(a, names);
     std::string prefix = path.empty() ? "" : path + " ";
-    throw Error(Exit::usage, "unknown command '" + prefix + a + "'" +
+    throw Error(Errc::usage, "unknown command '" + prefix + a + "'" +
                                  (guess.empty() ? "" : " (did you mean '" + prefix + guess + "'?)") + ": see " +
                                  app.get_name() + " " + prefix + "--help");
   }
   if (cur != &app && cur->get_require_subcommand_min() > 0) {
     std::string names;
     for (auto* k : named_children(*cur)) names += (names.empty() ? "" : ", ") + k->get_name();
-    throw Error(Exit::usage, "'" + path + "' needs a command: " + names + " (see " + app.get_name() + " " + path +
+    throw Error(Errc::usage, "'" + path + "' needs a command: " + names + " (see " + app.get_name() + " " + path +
                                  " --help)");
   }
 }

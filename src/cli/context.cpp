@@ -37,24 +37,24 @@ std::string read_input_file(const std::string& path) {
   }
   struct stat sb;
   if (::stat(path.c_str(), &sb) != 0)
-    throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(sb.st_mode)) throw Error(Exit::no_input, "cannot read " + path + ": it is a directory");
+    throw Error(Errc::input_unreadable, "cannot read " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(sb.st_mode)) throw Error(Errc::input_unreadable, "cannot read " + path + ": it is a directory");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Exit::no_input, "cannot read " + path + ": " + std::strerror(errno));
+  if (!f) throw Error(Errc::input_unreadable, "cannot read " + path + ": " + std::strerror(errno));
   ss << f.rdbuf();
-  if (f.bad()) throw Error(Exit::no_input, "cannot read " + path);
+  if (f.bad()) throw Error(Errc::input_unreadable, "cannot read " + path);
   return ss.str();
 }
 
 void confirm_irreversible(bool given, const std::string& what, const std::string& question) {
   if (given) return;
   if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
-    throw Error(Exit::usage, what + " cannot be undone and there is no terminal to ask on: add --yes to go ahead "
+    throw Error(Errc::usage, what + " cannot be undone and there is no terminal to ask on: add --yes to go ahead "
                                     "(nothing changed)");
   std::cerr << printable(question) << " [y/N] " << std::flush;  // names in it may hold escapes
   std::string answer;
   std::getline(std::cin, answer);
-  if (answer != "y" && answer != "Y" && answer != "yes") throw Error(Exit::findings, "not confirmed: nothing changed");
+  if (answer != "y" && answer != "Y" && answer != "yes") throw Error(Errc::refused, "not confirmed: nothing changed");
 }
 
 Millis time_flag(const std::string& v, const std::string& flag, const std::string& example) {
@@ -65,13 +65,13 @@ Millis time_flag(const std::string& v, const std::string& flag, const std::strin
     while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
     shown = shown.substr(0, cut) + "...";
   }
-  throw Error(Exit::usage, flag + " must be an RFC 3339 time with an offset, such as " + example + ", not '" + shown + "'");
+  throw Error(Errc::usage, flag + " must be an RFC 3339 time with an offset, such as " + example + ", not '" + shown + "'");
 }
 
 void check_text(const std::string& v, const std::string& what, size_t max, bool required) {
-  if (required && v.empty()) throw Error(Exit::usage, what + " must not be empty");
-  if (v.size() > max) throw Error(Exit::usage, what + " is longer than " + std::to_string(max) + " bytes");
-  if (!csv::valid_utf8(v)) throw Error(Exit::usage, what + " is not valid UTF-8");
+  if (required && v.empty()) throw Error(Errc::usage, what + " must not be empty");
+  if (v.size() > max) throw Error(Errc::usage, what + " is longer than " + std::to_string(max) + " bytes");
+  if (!csv::valid_utf8(v)) throw Error(Errc::usage, what + " is not valid UTF-8");
 }
 
 // The configured delivery channels: the config's [channels.NAME] tables plus ledger and outbox.
@@ -91,8 +91,8 @@ activity::Definition reviewed_definition(const Ctx& ctx, const std::string& text
     }
   }
   if (errors || !parsed.def)
-    throw Error(Exit::data, source + ": " + std::to_string(errors) +
-                                " lint error(s): nothing was written (see rewardctl activity lint " + source + ")");
+    throw Error(Errc::bad_input, source + ": " + std::to_string(errors) +
+                                     " lint error(s): nothing was written (see rewardctl activity lint " + source + ")");
   return *parsed.def;
 }
 

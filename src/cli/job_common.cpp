@@ -27,13 +27,13 @@ JobSettings job_settings(const Ctx& ctx) {
     for (auto&& [k, v] : *t) {
       const std::string key(k.str());
       if (key == "paused") {
-        if (!v.is_boolean()) throw Error(Exit::config, where(v.source()) + ": 'jobs.paused' must be true or false");
+        if (!v.is_boolean()) throw Error(Errc::config, where(v.source()) + ": 'jobs.paused' must be true or false");
         js.paused = *v.value<bool>();
       } else if (key == "stop_file") {
-        if (!v.is_string()) throw Error(Exit::config, where(v.source()) + ": 'jobs.stop_file' must be a string");
+        if (!v.is_string()) throw Error(Errc::config, where(v.source()) + ": 'jobs.stop_file' must be a string");
         js.stop_file = *v.value<std::string>();
       } else {
-        throw Error(Exit::config, where(k.source()) + ": unknown setting 'jobs." + key + "' (known: paused, stop_file)");
+        throw Error(Errc::config, where(k.source()) + ": unknown setting 'jobs." + key + "' (known: paused, stop_file)");
       }
     }
   }
@@ -41,7 +41,7 @@ JobSettings job_settings(const Ctx& ctx) {
     std::string v = e;
     if (v == "1" || v == "true" || v == "yes" || v == "on") js.paused = true, js.paused_by = "REWARDCTL_JOBS_PAUSED=" + v + " in the environment";
     else if (v == "0" || v == "false" || v == "no" || v == "off") js.paused = false;
-    else throw Error(Exit::config, "REWARDCTL_JOBS_PAUSED must be true or false, not '" + v + "'");
+    else throw Error(Errc::config, "REWARDCTL_JOBS_PAUSED must be true or false, not '" + v + "'");
   }
   return js;
 }

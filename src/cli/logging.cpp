@@ -88,7 +88,7 @@ void setup_logging(const Settings& s) {
       sinks.push_back(f);
       g_file = f;
     } catch (const spdlog::spdlog_ex& e) {
-      throw Error(Exit::config, "cannot open log file " + s.log_file + ": " + e.what());
+      throw Error(Errc::config, "cannot open log file " + s.log_file + ": " + e.what());
     }
   }
   auto logger = std::make_shared<spdlog::logger>("rewardctl", sinks.begin(), sinks.end());

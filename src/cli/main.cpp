@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     return exit_int(Exit::usage);
   } catch (const Error& e) {
     std::cerr << "rewardctl: " << cli::printable(e.what()) << "\n";
-    return exit_int(e.code());
+    return exit_int(exit_code(e.kind()));
   }
   auto set = [](const std::string& v, std::optional<std::string>& dst) {
     if (!v.empty()) dst = v;
@@ -87,11 +87,11 @@ int main(int argc, char** argv) {
     ctx.out.set_json(ctx.settings.output == "json");
     ctx.clock = make_clock(std::getenv("REWARDCTL_NOW"));
     install_interrupt_handlers();
-    if (!ctx.action) throw Error(Exit::usage, "no command given (see rewardctl --help)");
+    if (!ctx.action) throw Error(Errc::usage, "no command given (see rewardctl --help)");
     return exit_int(ctx.action());
   } catch (const Error& e) {
     cli::log_failure(e.what());
-    return exit_int(e.code());
+    return exit_int(exit_code(e.kind()));
   } catch (const std::exception& e) {
     cli::log_failure(std::string("internal error: ") + e.what() + " (please report this)");
     return exit_int(Exit::internal);

@@ -20,7 +20,7 @@ Millis SystemClock::now_ms() const {
 std::unique_ptr<Clock> make_clock(const char* env) {
   if (env && *env) {
     auto t = parse_rfc3339(env);
-    if (!t) throw Error(Exit::config, std::string("REWARDCTL_NOW is not RFC 3339 with an offset: '") + env + "'");
+    if (!t) throw Error(Errc::config, std::string("REWARDCTL_NOW is not RFC 3339 with an offset: '") + env + "'");
     return std::make_unique<FixedClock>(*t);
   }
   return std::make_unique<SystemClock>();

@@ -25,7 +25,7 @@ std::string where(const std::string& path, const toml::node& n) {
 }
 
 [[noreturn]] void bad(const std::string& path, const toml::node& n, const std::string& msg) {
-  throw Error(Exit::config, where(path, n) + ": " + msg);
+  throw Error(Errc::config, where(path, n) + ": " + msg);
 }
 
 void check_keys(const std::string& path, const toml::table& t, const std::string& prefix,
@@ -34,7 +34,7 @@ void check_keys(const std::string& path, const toml::table& t, const std::string
     (void)v;
     if (!allowed.count(std::string(k.str()))) {
       const auto& b = k.source().begin;
-      throw Error(Exit::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
+      throw Error(Errc::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
                                     ": unknown setting '" + prefix + std::string(k.str()) + "'");
     }
   }
@@ -97,14 +97,14 @@ std::string resolve_sqlite_path(const std::string& url, const std::string& confi
 bool parse_bool_env(const std::string& name, const std::string& v) {
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  throw Error(Exit::config, name + " must be true or false, not '" + v + "'");
+  throw Error(Errc::config, name + " must be true or false, not '" + v + "'");
 }
 
 void check_choice(const std::string& what, const std::string& v, const std::set<std::string>& ok) {
   if (ok.count(v)) return;
   std::string list;
   for (auto& o : ok) list += (list.empty() ? "" : "|") + o;
-  throw Error(Exit::config, what + " must be one of " + list + ", not '" + v + "'");
+  throw Error(Errc::config, what + " must be one of " + list + ", not '" + v + "'");
 }
 
 }  // namespace
@@ -135,19 +135,19 @@ std::string resolve_secret(const std::string& ref, const std::string& what, cons
   if (ref.rfind("env:", 0) == 0) {
     std::string name = ref.substr(4);
     const char* v = getenv(name.c_str());
-    if (!v || !*v) throw Error(Exit::config, what + " refers to environment variable " + name + ", which is not set");
+    if (!v || !*v) throw Error(Errc::config, what + " refers to environment variable " + name + ", which is not set");
     return v;
   }
   if (ref.rfind("file:", 0) == 0) {
     std::ifstream f(ref.substr(5));
-    if (!f) throw Error(Exit::config, what + " refers to file " + ref.substr(5) + ", which cannot be read");
+    if (!f) throw Error(Errc::config, what + " refers to file " + ref.substr(5) + ", which cannot be read");
     std::stringstream ss;
     ss << f.rdbuf();
     std::string s = ss.str();
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
     return s;
   }
-  throw Error(Exit::config, what + " must be a reference such as env:NAME or file:PATH, not a literal secret");
+  throw Error(Errc::config, what + " must be a reference such as env:NAME or file:PATH, not a literal secret");
 }
 
 Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
@@ -169,14 +169,14 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   }
   std::ifstream probe(path);
   if (!probe) {
-    if (explicit_path) throw Error(Exit::config, "config file " + path + " cannot be read");
+    if (explicit_path) throw Error(Errc::config, "config file " + path + " cannot be read");
   } else {
     probe.close();
     try {
       s.file = toml::parse_file(path);
     } catch (const toml::parse_error& e) {
       const auto& b = e.source().begin;
-      throw Error(Exit::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+      throw Error(Errc::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
                                     std::string(e.description()));
     }
     s.config_path = path;
@@ -253,7 +253,7 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
   s.operator_name = trim_identifier(s.operator_name);
   if (!s.operator_name.empty()) {
     std::string why = identifier_error(s.operator_name, IdKind::user, "the operator name");
-    if (!why.empty()) throw Error(Exit::usage, why + " (from --operator or REWARDCTL_OPERATOR)");
+    if (!why.empty()) throw Error(Errc::usage, why + " (from --operator or REWARDCTL_OPERATOR)");
   } else {
     s.operator_name = trim_identifier(login_name(getenv));
     if (!identifier_error(s.operator_name, IdKind::user, "login").empty())

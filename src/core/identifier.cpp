@@ -58,7 +58,7 @@ std::string require_identifier(const std::string& raw, IdKind k, const std::stri
   std::string id = trim_identifier(raw);
   std::string why = identifier_error(id, k, flag);
   if (!why.empty())
-    throw Error(Exit::usage, why + " (identifiers are 1 to " + std::to_string(max_identifier_bytes(k)) +
+    throw Error(Errc::usage, why + " (identifiers are 1 to " + std::to_string(max_identifier_bytes(k)) +
                                  " bytes of UTF-8 without control characters; see IDENTIFIERS in rewardctl(1))");
   return id;
 }

@@ -73,7 +73,7 @@ void install_interrupt_handlers() {
 bool interrupted() { return g_flag != 0; }
 
 void check_interrupted() {
-  if (g_flag) throw Error(Exit::interrupted, "interrupted: stopped after the last committed chunk; rerun to continue");
+  if (g_flag) throw Error(Errc::interrupted, "interrupted: stopped after the last committed chunk; rerun to continue");
 }
 
 int add_interrupt_action(std::function<void()> fn) {

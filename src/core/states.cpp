@@ -138,7 +138,7 @@ void throw_unknown_name(const char* what, std::string_view s) {
   const size_t kShown = 64;  // a huge value is named by its start
   std::string shown(s.substr(0, kShown));
   if (s.size() > kShown) shown += "...";
-  throw Error(Exit::internal, std::string("the database holds an unknown ") + what + " '" + shown +
+  throw Error(Errc::internal, std::string("the database holds an unknown ") + what + " '" + shown +
                                   "' (written by another rewardctl version, or by hand?)");
 }
 

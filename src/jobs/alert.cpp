@@ -15,7 +15,7 @@ namespace {
 
 [[noreturn]] void bad(const std::string& path, const toml::node& n, const std::string& msg) {
   const auto& b = n.source().begin;
-  throw Error(Exit::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " + msg);
+  throw Error(Errc::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " + msg);
 }
 
 std::string get_string(const std::string& path, const toml::table& t, const char* key) {
@@ -40,7 +40,7 @@ std::optional<AlertConfig> parse_alerts(const Settings& s) {
     std::string key(k.str());
     if (key != "webhook" && key != "secret" && key != "timeout_ms" && key != "signature_header") {
       const auto& b = k.source().begin;
-      throw Error(Exit::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
+      throw Error(Errc::config, path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
                                     ": unknown setting 'alerts." + key + "'");
     }
   }
@@ -69,11 +69,11 @@ bool post_alert(const AlertConfig& cfg, const GetEnv& getenv, nlohmann::json bod
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> h(curl_easy_init(), &curl_easy_cleanup);
-    if (!h) throw Error(Exit::internal, "curl_easy_init failed");
+    if (!h) throw Error(Errc::internal, "curl_easy_init failed");
     curl_slist* raw = curl_slist_append(nullptr, "Content-Type: application/json");
     raw = raw ? curl_slist_append(raw, sig.c_str()) : nullptr;
     std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw, &curl_slist_free_all);
-    if (!headers) throw Error(Exit::internal, "out of memory building alert headers");
+    if (!headers) throw Error(Errc::internal, "out of memory building alert headers");
     curl_easy_setopt(h.get(), CURLOPT_URL, cfg.url.c_str());
     curl_easy_setopt(h.get(), CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);

@@ -52,13 +52,13 @@ void open_scratch(Scratch& sc, const Options& o) {
   if (o.scratch_url.empty()) {
     remove_stale_tmpdirs();
     std::string tmpl = "/tmp/rewardctl-drill-" + std::to_string(::getpid()) + "-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw Error(Exit::cant_create, "cannot create a temporary directory for the drill's database");
+    if (!::mkdtemp(tmpl.data())) throw Error(Errc::output_failed, "cannot create a temporary directory for the drill's database");
     sc.tmpdir = tmpl;
     sc.dsn = store::Dsn{store::Dialect::sqlite, sc.tmpdir + "/drill.db"};
     sc.describe = "sqlite (temporary, removed afterwards)";
   } else {
     if (!o.live_url.empty() && o.scratch_url == o.live_url)
-      throw Error(Exit::data, "--scratch-db is the live database: a drill never runs in it");
+      throw Error(Errc::bad_input, "--scratch-db is the live database: a drill never runs in it");
     sc.dsn = store::parse_dsn(o.scratch_url, "--scratch-db");
     sc.describe = sc.dsn.dialect == store::Dialect::sqlite ? "sqlite " + sc.dsn.target
                                                            : std::string("postgres (--scratch-db)");
@@ -67,14 +67,14 @@ void open_scratch(Scratch& sc, const Options& o) {
   auto& st = *sc.st;
   const bool pg = st.dialect() == store::Dialect::postgres;
   if (pg && o.live && o.live->dialect() == store::Dialect::postgres && same_pg_place(*o.live, st))
-    throw Error(Exit::data, "--scratch-db is the live database (same server, database and schema): a drill never runs in it");
+    throw Error(Errc::bad_input, "--scratch-db is the live database (same server, database and schema): a drill never runs in it");
   if (pg) {
     auto w = st.query("SELECT current_database(), current_schema(), coalesce(CAST(inet_server_port() AS TEXT), 'socket')");
     sc.describe = "postgres database " + w[0].str(0) + ", schema " + w[0].str_or(1, "?") + " (port " + w[0].str(2) + ")";
   }
   // one drill at a time in a scratch database: a second one would meet the first one's moved clock
   sc.lease = try_lease(sc.dsn, "drill");
-  if (!sc.lease) throw Error(Exit::temp_fail, "another drill is running in this scratch database: try again when it ends");
+  if (!sc.lease) throw Error(Errc::busy, "another drill is running in this scratch database: try again when it ends");
   const int64_t tables =
       st.query(pg ? "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
                   : "SELECT count(*) FROM sqlite_master WHERE type = 'table'")[0]
@@ -85,8 +85,8 @@ void open_scratch(Scratch& sc, const Options& o) {
                   : "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'drill_scratch'")[0]
           .i64(0);
   if (tables > 0 && marked == 0)
-    throw Error(Exit::data, "--scratch-db holds tables and was not made by a drill: a drill runs only in an empty "
-                            "database or one an earlier drill made (nothing was changed)");
+    throw Error(Errc::conflict, "--scratch-db holds tables and was not made by a drill: a drill runs only in an empty "
+                                "database or one an earlier drill made (nothing was changed)");
   if (!marked) st.exec("CREATE TABLE IF NOT EXISTS drill_scratch (created_at BIGINT NOT NULL)");
   store::migrate(st, SystemClock().now_ms());
 }
@@ -156,7 +156,7 @@ Counts Drill::run_job(const std::string& name, const std::function<void(JobRun&)
   RunOptions ro;
   ro.operator_name = o.operator_name;
   auto rep = jobs::run_job(job_decl(name), fn, *sc.st, sc.dsn, clock, ro);
-  if (!rep.error.empty()) throw Error(Exit::internal, name + " in the scratch database: " + rep.error);
+  if (!rep.error.empty()) throw Error(Errc::internal, name + " in the scratch database: " + rep.error);
   return rep.counts;
 }
 
@@ -219,10 +219,10 @@ Report run(const activity::Definition& d, const Options& o, Millis now) {
   try {
     return run_checks(d, o, now);
   } catch (const Error& e) {
-    if (e.code() != Exit::interrupted) throw;
+    if (e.kind() != Errc::interrupted) throw;
     const std::string what = e.what();
     if (what.find("nothing recorded") != std::string::npos) throw;
-    throw Error(Exit::interrupted, "drill interrupted, nothing recorded: " + what);
+    throw Error(Errc::interrupted, "drill interrupted, nothing recorded: " + what);
   }
 }
 
@@ -251,14 +251,14 @@ Report run_checks(const activity::Definition& d, const Options& o, Millis now) {
       c = fn(x);
     } catch (const Error& e) {
       // the environment failed, not the definition: stop, record nothing
-      switch (e.code()) {
-        case Exit::interrupted:
-        case Exit::unavailable:
-        case Exit::temp_fail:
-        case Exit::no_perm:
-        case Exit::config:
-        case Exit::cant_create:
-          throw Error(e.code(), std::string("drill stopped in its ") + name + " check, nothing recorded: " + e.what());
+      switch (e.kind()) {
+        case Errc::interrupted:
+        case Errc::unavailable:
+        case Errc::busy:
+        case Errc::not_permitted:
+        case Errc::config:
+        case Errc::output_failed:
+          throw Error(e.kind(), std::string("drill stopped in its ") + name + " check, nothing recorded: " + e.what());
         default:
           c.result = "fail";
           c.detail = std::string("the check could not run: ") + e.what();

@@ -84,11 +84,11 @@ struct Children {
 Child spawn(const WorkerTask& t) {
   int in[2], out[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
-    throw Error(Exit::internal, std::string("drill workers: socketpair: ") + std::strerror(errno));
+    throw Error(Errc::internal, std::string("drill workers: socketpair: ") + std::strerror(errno));
   if (::pipe2(out, O_CLOEXEC) != 0) {
     ::close(in[0]);
     ::close(in[1]);
-    throw Error(Exit::internal, std::string("drill workers: pipe: ") + std::strerror(errno));
+    throw Error(Errc::internal, std::string("drill workers: pipe: ") + std::strerror(errno));
   }
   // everything the child needs is prepared before fork: between fork and exec the child (a copy of
   // a process that may run other threads) only makes async-signal-safe calls
@@ -99,7 +99,7 @@ Child spawn(const WorkerTask& t) {
   if (pid < 0) {
     const int e = errno;
     for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-    throw Error(Exit::internal, std::string("drill workers: fork: ") + std::strerror(e));
+    throw Error(Errc::internal, std::string("drill workers: fork: ") + std::strerror(e));
   }
   if (pid == 0) {
     // the child: a drill that dies (even by kill -9) takes its workers with it
@@ -174,11 +174,11 @@ int pump(Children& cs, steady::time_point deadline, const char* phase, bool (*do
     if (now >= deadline) {
       std::string late;
       for (auto i : who) late += (late.empty() ? "" : ", ") + std::to_string(i) + " (pid " + std::to_string(cs.v[i].pid) + ")";
-      throw Error(Exit::internal, std::string("worker(s) ") + late + " did not " + phase + " in time; all workers were stopped");
+      throw Error(Errc::internal, std::string("worker(s) ") + late + " did not " + phase + " in time; all workers were stopped");
     }
     const int ms = int(std::min<int64_t>(100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
     const int n = ::poll(fds.data(), fds.size(), ms);
-    if (n < 0 && errno != EINTR) throw Error(Exit::internal, std::string("drill workers: poll: ") + std::strerror(errno));
+    if (n < 0 && errno != EINTR) throw Error(Errc::internal, std::string("drill workers: poll: ") + std::strerror(errno));
     for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
       auto& c = cs.v[who[k]];
@@ -205,9 +205,9 @@ bool reported(const Child& c) { return c.eof && result_of(c).has_value(); }
   reap(c, std::chrono::milliseconds(5000));
   check_interrupted();  // a Ctrl-C reaches the workers too: that is an interruption, not a failure
   if (auto j = result_of(c); j && j->contains("error"))  // it gave up with an error of its own
-    throw Error(static_cast<Exit>(j->value("exit", int(Exit::internal))),
+    throw Error(errc_from_name(j->value("kind", "")).value_or(Errc::internal),
                 "worker " + std::to_string(i) + ": " + (*j)["error"].get<std::string>());
-  throw Error(Exit::internal, "worker " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") of " +
+  throw Error(Errc::internal, "worker " + std::to_string(i) + " (pid " + std::to_string(c.pid) + ") of " +
                                   std::to_string(cs.v.size()) + " " + status_text(c.status) + " " + when +
                                   "; the other workers were stopped");
 }
@@ -256,7 +256,7 @@ WorkersRun run_workers(const std::vector<WorkerTask>& tasks) {
   for (size_t i = 0; i < cs.v.size(); ++i) {
     const json j = *result_of(cs.v[i]);
     if (j.contains("error"))
-      throw Error(static_cast<Exit>(j.value("exit", int(Exit::internal))),
+      throw Error(errc_from_name(j.value("kind", "")).value_or(Errc::internal),
                   "worker " + std::to_string(i) + ": " + j["error"].get<std::string>());
     WorkerResult r;
     r.pid = j.at("pid").get<int64_t>();
@@ -275,7 +275,7 @@ int worker_main() {
   try {
     const std::string not_a_task = "__drill-worker is internal to rewardctl drill: standard input is not a drill task";
     std::string line;
-    if (!std::getline(std::cin, line)) throw Error(Exit::usage, not_a_task);
+    if (!std::getline(std::cin, line)) throw Error(Errc::usage, not_a_task);
     WorkerTask t;
     try {
       const json j = json::parse(line);
@@ -292,7 +292,7 @@ int worker_main() {
       t.biz = j.at("biz").get<std::string>();
       t.prizes = j.at("prizes").get<std::vector<std::string>>();
     } catch (const json::exception&) {
-      throw Error(Exit::usage, not_a_task);
+      throw Error(Errc::usage, not_a_task);
     }
     store::StoreOptions so;
     so.busy_timeout_ms = 30000;
@@ -328,10 +328,10 @@ int worker_main() {
     say({{"pid", ::getpid()}, {"claims", i}, {"outcomes", outcomes}});
     return 0;
   } catch (const Error& e) {
-    say({{"error", e.what()}, {"exit", exit_int(e.code())}});
-    return exit_int(e.code());
+    say({{"error", e.what()}, {"kind", errc_name(e.kind())}});
+    return exit_int(exit_code(e.kind()));
   } catch (const std::exception& e) {
-    say({{"error", std::string("internal error: ") + e.what()}, {"exit", exit_int(Exit::internal)}});
+    say({{"error", std::string("internal error: ") + e.what()}, {"kind", errc_name(Errc::internal)}});
     return exit_int(Exit::internal);
   }
 }

@@ -8,7 +8,7 @@
 //                           never on the command line, where `ps` would show a password);
 //   child  -> parent stdout: "ready PID\n" once connected; the child then blocks reading stdin;
 //   parent closes every stdin: EOF on stdin is the start signal (the barrier);
-//   child  -> parent stdout: one JSON line, its outcomes (or {"error", "exit"}), then it exits.
+//   child  -> parent stdout: one JSON line, its outcomes (or {"error", "kind"}), then it exits.
 // A child that dies, exits without its line, or does not answer in time makes run_workers throw;
 // every child is reaped (no zombies), the others are killed first. SIGINT/SIGTERM to the drill
 // (core/interrupt) kills the children and throws Error(interrupted). Each child also has

@@ -47,7 +47,7 @@ Event to_event(const store::Row& x) {
 
 Event require_event(store::Session& s, const std::string& key) {
   auto e = find_event(s, key);
-  if (!e) throw Error(Exit::data, "no fuse event '" + key + "' (give its batch number or id; see fuse list)");
+  if (!e) throw Error(Errc::not_found, "no fuse event '" + key + "' (give its batch number or id; see fuse list)");
   return *e;
 }
 
@@ -60,11 +60,11 @@ struct Target {
 
 Target target(store::Session& s, const std::string& activity, const std::optional<std::string>& prize) {
   auto a = s.query("SELECT id FROM activity WHERE code = $1", {activity});
-  if (a.empty()) throw Error(Exit::data, "no activity '" + activity + "'");
+  if (a.empty()) throw Error(Errc::not_found, "no activity '" + activity + "'");
   Target t{a[0].i64(0), std::nullopt, prize ? "prize " + activity + "/" + *prize : "activity " + activity};
   if (prize) {
     auto p = s.query("SELECT id FROM prize WHERE activity_id = $1 AND code = $2", {t.activity_id, *prize});
-    if (p.empty()) throw Error(Exit::data, "activity '" + activity + "' has no prize '" + *prize + "'");
+    if (p.empty()) throw Error(Errc::not_found, "activity '" + activity + "' has no prize '" + *prize + "'");
     t.prize_id = p[0].i64(0);
   }
   return t;
@@ -182,10 +182,10 @@ Decision release(engine::Engine& eng, const std::string& key, const std::string&
     d.event = require_event(tx, key);
     using F = FuseEventState;
     if (d.event.state == F::tripped && d.event.decision == "confirmed")
-      throw Error(Exit::data, "fuse event " + d.event.batch_no +
-                                  " was confirmed as a real incident: it cannot be released as a false alarm "
-                                  "(fuse unblock " + d.event.activity +
-                                  (d.event.prize.empty() ? "" : " --prize " + d.event.prize) + " lifts the block)");
+      throw Error(Errc::conflict, "fuse event " + d.event.batch_no +
+                                      " was confirmed as a real incident: it cannot be released as a false alarm "
+                                      "(fuse unblock " + d.event.activity +
+                                      (d.event.prize.empty() ? "" : " --prize " + d.event.prize) + " lifts the block)");
     if (dry_run) {
       d.held.held = count_held(tx, d.event.id);
       d.message = (d.event.state == F::tripped ? "would release " + d.event.batch_no + " (false alarm) and unblock " +
@@ -199,8 +199,8 @@ Decision release(engine::Engine& eng, const std::string& key, const std::string&
     if (!d.changed) {
       // decided concurrently: released (fine, its held requests are finished below) or confirmed
       d.event = require_event(tx, key);
-      if (d.event.state == F::tripped) throw Error(Exit::data, "fuse event " + d.event.batch_no +
-                                                                  " was confirmed concurrently: it stays blocked");
+      if (d.event.state == F::tripped) throw Error(Errc::conflict, "fuse event " + d.event.batch_no +
+                                                                      " was confirmed concurrently: it stays blocked");
       return tx.rollback_only();
     }
     audit(tx, actor, "fuse.release", "fuse_event", d.event.batch_no, detail(d.event, "false_alarm", reason), now);
@@ -225,8 +225,8 @@ Decision confirm(store::Store& st, const std::string& key, const std::string& re
     d = Decision{};
     d.event = require_event(tx, key);
     if (d.event.state != FuseEventState::tripped)
-      throw Error(Exit::data, "fuse event " + d.event.batch_no + " is released (" + d.event.decision +
-                                  "): there is nothing left to confirm");
+      throw Error(Errc::conflict, "fuse event " + d.event.batch_no + " is released (" + d.event.decision +
+                                      "): there is nothing left to confirm");
     const bool decide = d.event.decision != "confirmed";
     if (dry_run) {
       d.held.held = count_held(tx, d.event.id);
@@ -246,7 +246,7 @@ Decision confirm(store::Store& st, const std::string& key, const std::string& re
                      std::string(tx.dialect() == store::Dialect::postgres ? " FOR UPDATE" : ""),
                  {d.event.id})
             .empty())
-      throw Error(Exit::data, "fuse event " + d.event.batch_no + " was released concurrently: nothing to confirm");
+      throw Error(Errc::conflict, "fuse event " + d.event.batch_no + " was released concurrently: nothing to confirm");
     d.held.cancelled = engine::cancel_held(tx, d.event.id, reason, actor, now);
     if (!decided && d.held.cancelled == 0) {
       d.message = "fuse event " + d.event.batch_no + " is already confirmed: nothing to do";

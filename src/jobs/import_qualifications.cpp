@@ -67,7 +67,7 @@ class ImportRun {
   ImportResult run() {
     auto t0 = std::chrono::steady_clock::now();
     if (o_.expires_at && *o_.expires_at <= now_)
-      throw Error(Exit::usage, "--expires-at " + format_utc(*o_.expires_at) + " is not in the future (now " +
+      throw Error(Errc::usage, "--expires-at " + format_utc(*o_.expires_at) + " is not in the future (now " +
                                    format_utc(now_) + "): nothing was imported");
     in_ = import::open_input(o_.file);
     activity_id_ = activity::id_of(s_, o_.activity);
@@ -116,7 +116,7 @@ class ImportRun {
       while (!eof_ && !over_) transaction();
     } catch (const Error& e) {
       // a signal: the batches committed before it stay, and their counts are the result
-      if (e.code() != Exit::interrupted) throw;
+      if (e.kind() != Errc::interrupted) throw;
       stopped = true;
     }
     progress_->finish();
@@ -146,8 +146,8 @@ class ImportRun {
     std::string uid, ext;
     for (int64_t i = 0; i < resume_.rows_committed; ++i) {
       if (!in_->reader->next(rec))
-        throw Error(Exit::data, in_->reader->where(in_->reader->line()) + ": the file has fewer rows than the " +
-                                    std::to_string(resume_.rows_committed) + " an earlier run committed");
+        throw Error(Errc::bad_input, in_->reader->where(in_->reader->line()) + ": the file has fewer rows than the " +
+                                         std::to_string(resume_.rows_committed) + " an earlier run committed");
       if (import::check_row(h_, rec, uid, ext).empty()) loader_->skipped(uid);
       progress_->update(i + 1, in_->reader->bytes_read());
     }
@@ -157,7 +157,7 @@ class ImportRun {
   void restart() {
     auto& rd = *in_->reader;
     if (!rd.rewindable())
-      throw Error(Exit::unavailable, "the database asked to retry the transaction, and standard input cannot be read "
+      throw Error(Errc::unavailable, "the database asked to retry the transaction, and standard input cannot be read "
                                      "again: rerun the command (rows already imported count as existing)");
     spdlog::debug("retrying the batch that starts after row {}", consumed_);
     rd.rewind();
@@ -250,8 +250,8 @@ class ImportRun {
       if (ok && eof_)
         log_moved(tx, id, ImportRunState::running, state, o_.operator_name, std::nullopt, now_);
       if (!ok)
-        throw Error(Exit::temp_fail, "another rewardctl is running import " + ids_.import_id + " of " + o_.file +
-                                         ": let it finish (a rerun afterwards changes nothing)");
+        throw Error(Errc::busy, "another rewardctl is running import " + ids_.import_id + " of " + o_.file +
+                                    ": let it finish (a rerun afterwards changes nothing)");
     }
     if (eof_) {
       tx.exec("DELETE FROM import_seen WHERE import_id = $1", {ids_.import_id});

@@ -110,7 +110,7 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
     // a retried batch reads its rows again: from the start of the file, skipping what is committed
     auto rewind = [&] {
       if (!rd.rewindable())
-        throw Error(Exit::unavailable, "the database asked to retry, and standard input cannot be read again: rerun");
+        throw Error(Errc::unavailable, "the database asked to retry, and standard input cannot be read again: rerun");
       rd.rewind();
       import::read_header(rd);
       for (int64_t i = 0; i < total.read && rd.next(rec); ++i) {
@@ -168,7 +168,7 @@ RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, cons
   }
   } catch (const Error& e) {
     // a signal: the batches committed before it stay, and their counts are the result
-    if (e.code() != Exit::interrupted) throw;
+    if (e.kind() != Errc::interrupted) throw;
     stopped = true;
   }
   progress.finish();
@@ -216,7 +216,7 @@ std::optional<Qualification> find_qualification(store::Store& s, const std::stri
 
 int64_t count_qualifications(store::Store& s, const std::string& activity, const std::optional<std::string>& status) {
   if (status && !parse_state<QualificationStatus>(*status))
-    throw Error(Exit::usage, "--status must be unused, used, revoked or expired, not '" + *status + "'");
+    throw Error(Errc::usage, "--status must be unused, used, revoked or expired, not '" + *status + "'");
   const int64_t id = activity::id_of(s, activity);
   if (status)
     return s.query("SELECT count(*) FROM qualification WHERE activity_id = $1 AND status = $2", {id, *status})[0].i64(0);

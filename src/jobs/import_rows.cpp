@@ -23,10 +23,10 @@ std::string check_user_id(const std::string& id) { return identifier_error(id, I
 Header read_header(csv::Reader& reader) {
   csv::Record rec;
   if (!reader.next(rec))
-    throw Error(Exit::data, reader.where(1) + ": the file is empty: expected a header row naming a user_id column");
+    throw Error(Errc::bad_input, reader.where(1) + ": the file is empty: expected a header row naming a user_id column");
   Header h;
   h.line = rec.line;
-  auto fail = [&](const std::string& why) { throw Error(Exit::data, reader.where(rec.line) + ": header: " + why); };
+  auto fail = [&](const std::string& why) { throw Error(Errc::bad_input, reader.where(rec.line) + ": header: " + why); };
   if (!rec.error.empty()) fail(rec.error);
   if (rec.fields.size() < rec.field_count) fail("too many columns");
   bool found = false;

@@ -21,12 +21,12 @@ std::unique_ptr<Input> open_input(const std::string& file) {
     in->fd = STDIN_FILENO;
   } else {
     in->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in->fd < 0) throw Error(Exit::no_input, "cannot open " + file + ": " + strerror(errno));
+    if (in->fd < 0) throw Error(Errc::input_unreadable, "cannot open " + file + ": " + strerror(errno));
     in->owned = true;
   }
   struct stat sb;
   if (fstat(in->fd, &sb) == 0) {
-    if (S_ISDIR(sb.st_mode)) throw Error(Exit::no_input, "cannot read " + file + ": it is a directory");
+    if (S_ISDIR(sb.st_mode)) throw Error(Errc::input_unreadable, "cannot read " + file + ": it is a directory");
     if (S_ISREG(sb.st_mode)) in->size = uint64_t(sb.st_size);
   }
   in->reader = std::make_unique<csv::Reader>(in->fd, file);

@@ -28,7 +28,7 @@ const JobDecl& job_decl(const std::string& name) {
     if (d.name == name) return d;
     known += (known.empty() ? "" : ", ") + d.name;
   }
-  throw Error(Exit::usage, "unknown job '" + name + "' (jobs: " + known + ")");
+  throw Error(Errc::usage, "unknown job '" + name + "' (jobs: " + known + ")");
 }
 
 }  // namespace rc::jobs

@@ -49,12 +49,12 @@ std::unique_ptr<Lease> try_lease(const store::Dsn& dsn, const std::string& key) 
     std::string path = lease_file(dsn.target, key);
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
-      throw Error(Exit::unavailable, "cannot open the job lock file " + path + ": " + std::strerror(errno));
+      throw Error(Errc::unavailable, "cannot open the job lock file " + path + ": " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int e = errno;
       ::close(fd);
       if (e == EWOULDBLOCK) return nullptr;
-      throw Error(Exit::unavailable, "cannot lock " + path + ": " + std::strerror(e));
+      throw Error(Errc::unavailable, "cannot lock " + path + ": " + std::strerror(e));
     }
     return std::make_unique<FileLease>(fd);
   }

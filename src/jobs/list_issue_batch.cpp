@@ -77,7 +77,7 @@ std::optional<BatchRow> find_batch(store::Session& s, const std::string& batch_n
 
 BatchRow get_batch(store::Session& s, const std::string& batch_no, bool for_update) {
   auto b = find_batch(s, batch_no, for_update);
-  if (!b) throw Error(Exit::data, "no list-issue batch '" + batch_no + "' (see rewardctl list-issue list)");
+  if (!b) throw Error(Errc::not_found, "no list-issue batch '" + batch_no + "' (see rewardctl list-issue list)");
   return *b;
 }
 
@@ -103,8 +103,8 @@ Change approve(store::Store& st, const std::string& batch_no, const std::string&
     c.from = name(b.state);
     // Four eyes: the person who planned the list may not also release it.
     if (approver == b.created_by)
-      throw Error(Exit::no_perm, "batch " + batch_no + " was planned by " + b.created_by +
-                                     ": another operator must approve it (--operator)");
+      throw Error(Errc::not_permitted, "batch " + batch_no + " was planned by " + b.created_by +
+                                           ": another operator must approve it (--operator)");
     if (b.state != ListBatchState::planned) {
       c.to = c.from;
       c.message = "batch " + batch_no + " is " + c.from + ": only a planned batch can be approved; nothing changed";
@@ -115,7 +115,7 @@ Change approve(store::Store& st, const std::string& batch_no, const std::string&
     c.changed = move_batch(tx, b, ListBatchState::planned, ListBatchState::approved, approver, "approved", now,
                            ", approved_by = $5, approved_at = $6, approved_fingerprint = $7",
                            {approver, now, fingerprint(b)});
-    if (!c.changed) throw Error(Exit::temp_fail, "batch " + batch_no + " changed concurrently: try again");
+    if (!c.changed) throw Error(Errc::busy, "batch " + batch_no + " changed concurrently: try again");
     nlohmann::json d = {{"batch", batch_no}, {"users", b.total}, {"cost_cents", b.cost_cents},
                         {"definition_hash", b.definition_hash}, {"sha256", b.file_sha256}};
     audit(tx, approver, "list_issue.approve", "list_batch", batch_no, d.dump(), now);
@@ -144,7 +144,7 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
     c.to = name(B::cancelled);
     const std::string why = reason.value_or("cancelled");
     if (!move_batch(tx, b, b.state, B::cancelled, op, why, now))
-      throw Error(Exit::temp_fail, "batch " + batch_no + " changed concurrently: try again");
+      throw Error(Errc::busy, "batch " + batch_no + " changed concurrently: try again");
     // Every pending item: one conditional update and one status-log row each, set-based. The
     // update decides (items a running chunk holds are skipped once it commits them as issued).
     if (tx.dialect() == store::Dialect::postgres) {
@@ -235,7 +235,7 @@ std::vector<Status> list(store::Store& st, const std::optional<std::string>& act
 std::vector<Item> items(store::Store& st, const std::string& batch_no, const std::optional<std::string>& state,
                         int64_t limit) {
   if (state && !parse_state<ListItemState>(*state))
-    throw Error(Exit::usage, "--state must be pending, held, issued, rejected, failed or cancelled, not '" + *state + "'");
+    throw Error(Errc::usage, "--state must be pending, held, issued, rejected, failed or cancelled, not '" + *state + "'");
   auto b = get_batch(st.autocommit(), batch_no);
   const std::string cols = "SELECT id, COALESCE(line, 0), user_id, state, record_code, reason, error, updated_at "
                            "FROM list_item WHERE batch_id = $1 ";

@@ -36,7 +36,7 @@ PrizeFacts prize_facts(store::Session& s, int64_t activity_id, const std::string
       "(SELECT COALESCE(SUM(remain), 0) FROM stock WHERE prize_id = p.id), p.high_value "
       "FROM prize p JOIN item i ON i.id = p.item_id WHERE p.activity_id = $1 AND p.code = $2",
       {activity_id, code});
-  if (r.empty()) throw Error(Exit::not_found, "activity '" + activity + "' has no prize '" + code + "' (see rewardctl activity show " + activity + ")");
+  if (r.empty()) throw Error(Errc::not_found, "activity '" + activity + "' has no prize '" + code + "' (see rewardctl activity show " + activity + ")");
   return {r[0].i64(0), r[0].i64(1), r[0].i64(2), r[0].i64(3) != 0};
 }
 
@@ -81,7 +81,7 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
   int attempt = 0;
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     if (attempt++ > 0 && o.file == "-")
-      throw Error(Exit::unavailable, "the database asked to retry, and standard input cannot be read again: rerun the command");
+      throw Error(Errc::unavailable, "the database asked to retry, and standard input cannot be read again: rerun the command");
     res = PlanResult{};
     res.activity = o.activity;
     res.prize = o.prize;
@@ -93,11 +93,11 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     // Only a published activity: a definition under review can still be replaced (activity update),
     // and a batch must run against exactly the definition it was planned and approved for.
     if (!activity::is_running(act.state))
-      throw Error(Exit::data, "activity '" + o.activity + "' is " + name(act.state) +
-                                  ": plan a list for a published activity (gray, live or paused)");
+      throw Error(Errc::conflict, "activity '" + o.activity + "' is " + name(act.state) +
+                                      ": plan a list for a published activity (gray, live or paused)");
     // A lottery draws its prize; a list gives every user the one prize named.
     if (act.kind == activity::Kind::lottery)
-      throw Error(Exit::data, "activity '" + o.activity + "' is a lottery: list-issue gives one named prize (direct or redpack)");
+      throw Error(Errc::conflict, "activity '" + o.activity + "' is a lottery: list-issue gives one named prize (direct or redpack)");
     res.definition_hash = act.definition_hash;
     auto prize = prize_facts(tx, act.id, o.activity, o.prize);
     res.unit_cost_cents = prize.unit_cost_cents;
@@ -154,9 +154,9 @@ PlanResult plan(store::Store& st, const PlanOptions& o, const Clock& clock) {
     else rejects.remove_stale();
     res.over_limit = o.max_rejects.over(res.rejected, res.read);
     if (!res.over_limit && res.users == 0)
-      throw Error(Exit::data, o.file + ": no valid user in the list (" + std::to_string(res.rejected) + " rows rejected)");
+      throw Error(Errc::bad_input, o.file + ": no valid user in the list (" + std::to_string(res.rejected) + " rows rejected)");
     if (__builtin_mul_overflow(res.users, res.unit_cost_cents, &res.cost_cents))
-      throw Error(Exit::data, o.file + ": the batch's cost overflows 64 bits");
+      throw Error(Errc::bad_input, o.file + ": the batch's cost overflows 64 bits");
     res.fits = res.stock_left >= res.users && (!res.budget_left || *res.budget_left >= res.cost_cents) &&
                (!res.budget_grants || *res.budget_grants >= res.users);
     if (res.over_limit || (!res.fits && !o.allow_partial) || o.dry_run) {

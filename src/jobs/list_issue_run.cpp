@@ -127,8 +127,8 @@ void record_items(store::Tx& tx, const std::vector<ItemOutcome>& outs, const std
                       {store::opt(it.record_code), store::opt(it.reason)});
   }
   if (n != int64_t(outs.size()))
-    throw Error(Exit::temp_fail, "items of the chunk changed concurrently (" + std::to_string(n) + " of " +
-                                     std::to_string(outs.size()) + " still pending): try again");
+    throw Error(Errc::busy, "items of the chunk changed concurrently (" + std::to_string(n) + " of " +
+                                std::to_string(outs.size()) + " still pending): try again");
 }
 
 class Worker {
@@ -218,9 +218,9 @@ class Worker {
         ++held;
       } else if (o.status == engine::Status::rejected) {
         if (transient(o.reason) && !(o.reason == "not_live" && offline(tx)))
-          throw Error(Exit::temp_fail, "activity " + sh_.b.activity + " answers " + o.reason + " for user " +
-                                           items[i].user + ": the run stops with the batch resumable; run it again "
-                                           "when the activity issues again");
+          throw Error(Errc::busy, "activity " + sh_.b.activity + " answers " + o.reason + " for user " +
+                                      items[i].user + ": the run stops with the batch resumable; run it again "
+                                      "when the activity issues again");
         rec.push_back({items[i].id, ListItemState::rejected, std::nullopt, o.reason});
         ++reasons[o.reason];
       } else {
@@ -346,29 +346,29 @@ BatchRow start(store::Store& st, const RunOptions& o, Millis now, bool& resumed)
     b = get_batch(tx, o.batch_no, true);
     using B = ListBatchState;
     if (b.state == B::planned)
-      throw Error(Exit::no_perm, "batch " + b.batch_no + " is planned, not approved: a second operator approves it "
-                                 "first (rewardctl list-issue approve " + b.batch_no + " --operator NAME)");
-    if (b.state == B::cancelled) throw Error(Exit::no_perm, "batch " + b.batch_no + " is cancelled: it cannot run");
+      throw Error(Errc::not_permitted, "batch " + b.batch_no + " is planned, not approved: a second operator approves it "
+                                       "first (rewardctl list-issue approve " + b.batch_no + " --operator NAME)");
+    if (b.state == B::cancelled) throw Error(Errc::not_permitted, "batch " + b.batch_no + " is cancelled: it cannot run");
     if (b.state == B::done) {
       tx.rollback_only();
       return;
     }
     if (!b.approved_fingerprint || *b.approved_fingerprint != fingerprint(b))
-      throw Error(Exit::no_perm, "batch " + b.batch_no + " does not match what " + b.approved_by.value_or("?") +
-                                     " approved: plan and approve it again");
+      throw Error(Errc::not_permitted, "batch " + b.batch_no + " does not match what " + b.approved_by.value_or("?") +
+                                           " approved: plan and approve it again");
     auto a = tx.query("SELECT definition_hash FROM activity WHERE id = $1", {b.activity_id});
     const std::string now_hash = a.empty() ? "" : a[0].str(0);
     if (now_hash != b.definition_hash)
-      throw Error(Exit::data, "activity " + b.activity + " changed since batch " + b.batch_no + " was planned: " +
-                                  "definition hash " + b.definition_hash + " when planned, " + now_hash +
-                                  " now; plan and approve a new batch for the new definition");
+      throw Error(Errc::conflict, "activity " + b.activity + " changed since batch " + b.batch_no + " was planned: " +
+                                      "definition hash " + b.definition_hash + " when planned, " + now_hash +
+                                      " now; plan and approve a new batch for the new definition");
     resumed = b.state == B::running;
     if (o.dry_run || resumed) {
       tx.rollback_only();
       return;
     }
     if (!move_batch(tx, b, B::approved, B::running, o.operator_name, "run", now))
-      throw Error(Exit::temp_fail, "batch " + b.batch_no + " changed concurrently: try again");
+      throw Error(Errc::busy, "batch " + b.batch_no + " changed concurrently: try again");
     b.state = B::running;
   });
   return b;
@@ -404,8 +404,8 @@ void finish(store::Store& st, const BatchRow& b, const std::string& actor, Milli
 
 RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
   auto t0 = std::chrono::steady_clock::now();
-  if (o.chunk < 1) throw Error(Exit::usage, "the chunk size must be at least 1");
-  if (o.workers < 1) throw Error(Exit::usage, "--workers must be at least 1");
+  if (o.chunk < 1) throw Error(Errc::usage, "the chunk size must be at least 1");
+  if (o.workers < 1) throw Error(Errc::usage, "--workers must be at least 1");
   RunResult res;
   res.batch_no = o.batch_no;
   res.dry_run = o.dry_run;
@@ -435,7 +435,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
         } catch (const Error& e) {
           // a signal cancels the statement in progress: the chunk rolled back, those committed stay
           std::lock_guard<std::mutex> l(sh.mu);
-          if (e.code() == Exit::interrupted) sh.interrupted = true;
+          if (e.kind() == Errc::interrupted) sh.interrupted = true;
           else if (!sh.error) sh.error = std::current_exception();
           sh.stop = true;
         } catch (...) {
@@ -445,7 +445,7 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
         }
       };
       for (int i = 1; i < o.workers; ++i) {
-        if (!o.open_store) throw Error(Exit::internal, "--workers needs a way to open more connections");
+        if (!o.open_store) throw Error(Errc::internal, "--workers needs a way to open more connections");
         stores.push_back(o.open_store());
       }
       for (auto& s : stores) threads.emplace_back(body, std::ref(*s));

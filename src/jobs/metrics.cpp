@@ -77,12 +77,12 @@ std::string metrics_without_job(const std::string& text, const std::string& job)
 void write_metrics(const std::string& path, const JobReport& r, Millis now) {
   const std::string lock = path + ".lock";
   int lfd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lfd < 0) throw Error(Exit::cant_create, "cannot open " + lock + ": " + std::strerror(errno));
+  if (lfd < 0) throw Error(Errc::output_failed, "cannot open " + lock + ": " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{lfd};
-  if (::flock(lfd, LOCK_EX) != 0) throw Error(Exit::cant_create, "cannot lock " + lock + ": " + std::strerror(errno));
+  if (::flock(lfd, LOCK_EX) != 0) throw Error(Errc::output_failed, "cannot lock " + lock + ": " + std::strerror(errno));
 
   std::string old;
   {

@@ -11,7 +11,7 @@ namespace rc::jobs {
 
 ProgressMode progress_mode(const std::string& flag, bool quiet) {
   if (flag != "auto" && flag != "tty" && flag != "plain" && flag != "none")
-    throw Error(Exit::usage, "--progress must be auto, tty, plain or none, not '" + flag + "'");
+    throw Error(Errc::usage, "--progress must be auto, tty, plain or none, not '" + flag + "'");
   if (quiet || flag == "none") return ProgressMode::none;
   if (flag == "tty") return ProgressMode::tty;
   if (flag == "plain") return ProgressMode::plain;

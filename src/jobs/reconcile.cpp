@@ -33,7 +33,7 @@ std::pair<std::string, store::Params> bind_named(const std::string& sql,
     while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
     std::string name = sql.substr(i + 1, j - i - 1);
     auto v = values.find(name);
-    if (v == values.end()) throw Error(Exit::internal, "reconcile: no value for parameter :" + name);
+    if (v == values.end()) throw Error(Errc::internal, "reconcile: no value for parameter :" + name);
     auto [it, added] = index.emplace(name, params.size() + 1);
     if (added) params.push_back(v->second);
     out += "$" + std::to_string(it->second);
@@ -51,7 +51,7 @@ std::vector<std::string> resolve_checks(const std::vector<std::string>& names) {
     if (std::find(all.begin(), all.end(), n) == all.end()) {
       std::string list;
       for (auto& a : all) list += (list.empty() ? "" : ", ") + a;
-      throw Error(Exit::usage, "--checks: unknown check '" + n + "' (known: " + list + ")");
+      throw Error(Errc::usage, "--checks: unknown check '" + n + "' (known: " + list + ")");
     }
     wanted.insert(n);
   }
@@ -198,7 +198,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     if (skipped) skipped->clear();
     tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
-      throw Error(Exit::not_found, "--activity: no activity '" + *o.activity + "'");
+      throw Error(Errc::not_found, "--activity: no activity '" + *o.activity + "'");
     std::vector<const Check*> todo;
     for (auto& c : check_table())
       if (std::find(names.begin(), names.end(), c.info.name) != names.end()) todo.push_back(&c);
@@ -213,7 +213,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
       // (a utility statement takes no parameter: the identifier is checked to be what PostgreSQL
       // makes, hexadecimal groups joined by dashes, before it is quoted into the text)
       if (snapshot.empty() || snapshot.find_first_not_of("0123456789ABCDEFabcdef-") != std::string::npos)
-        throw Error(Exit::internal, "reconcile: unexpected snapshot identifier '" + snapshot + "'");
+        throw Error(Errc::internal, "reconcile: unexpected snapshot identifier '" + snapshot + "'");
     }
     if (!companions.empty()) {
       side_by_side(tx);

@@ -10,7 +10,7 @@ namespace rc::jobs::import {
 RejectLimit RejectLimit::parse(const std::string& s) {
   RejectLimit l;
   auto bad = [&] {
-    return Error(Exit::usage, "--max-rejects must be a count (10) or a percentage of the rows read (0.5%), not '" + s + "'");
+    return Error(Errc::usage, "--max-rejects must be a count (10) or a percentage of the rows read (0.5%), not '" + s + "'");
   };
   if (s.empty()) throw bad();
   if (s.back() == '%') {

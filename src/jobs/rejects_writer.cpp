@@ -21,7 +21,7 @@ RejectsWriter::~RejectsWriter() {
 
 void RejectsWriter::open() {
   f_ = fopen(path_.c_str(), "w");
-  if (!f_) throw Error(Exit::cant_create, "cannot write the rejects file " + path_ + ": " + strerror(errno));
+  if (!f_) throw Error(Errc::output_failed, "cannot write the rejects file " + path_ + ": " + strerror(errno));
   fputs((header_ + ",_line,_error\n").c_str(), f_);
 }
 
@@ -36,12 +36,12 @@ void RejectsWriter::add(int64_t line, const std::string& text, const std::string
   csv::append_field(row, error);
   row += '\n';
   if (fwrite(row.data(), 1, row.size(), f_) != row.size())
-    throw Error(Exit::cant_create, "cannot write the rejects file " + path_ + ": " + strerror(errno));
+    throw Error(Errc::output_failed, "cannot write the rejects file " + path_ + ": " + strerror(errno));
 }
 
 uint64_t RejectsWriter::flush() {
   if (!f_) return 0;
-  if (fflush(f_) != 0) throw Error(Exit::cant_create, "cannot write the rejects file " + path_ + ": " + strerror(errno));
+  if (fflush(f_) != 0) throw Error(Errc::output_failed, "cannot write the rejects file " + path_ + ": " + strerror(errno));
   return uint64_t(ftell(f_));
 }
 
@@ -56,7 +56,7 @@ void RejectsWriter::truncate_to(uint64_t length) {
     return;
   }
   if (ftruncate(fileno(f_), off_t(length)) != 0 || fseek(f_, long(length), SEEK_SET) != 0)
-    throw Error(Exit::cant_create, "cannot truncate the rejects file " + path_ + ": " + strerror(errno));
+    throw Error(Errc::output_failed, "cannot truncate the rejects file " + path_ + ": " + strerror(errno));
 }
 
 bool RejectsWriter::resume(uint64_t length) {

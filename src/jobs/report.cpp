@@ -23,7 +23,7 @@ Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
       "SELECT id, code, name, kind, state, timezone, definition_hash, created_by, version, start_at, end_at "
       "FROM activity WHERE code = $1",
       {code});
-  if (r.empty()) throw Error(Exit::not_found, "no activity " + code);
+  if (r.empty()) throw Error(Errc::not_found, "no activity " + code);
   const auto& x = r[0];
   id = x.i64(0);
   Header h;
@@ -60,7 +60,7 @@ void choose_range(store::Tx& tx, int64_t id, const Header& h, const Options& o, 
   Millis from = o.from ? *o.from : first ? *first : h.start_at;
   if (!o.from && from >= to) from = to - 1;
   if (!o.to && to <= from) to = from + 1;
-  if (to <= from) throw Error(Exit::usage, "--from must be before --to");
+  if (to <= from) throw Error(Errc::usage, "--from must be before --to");
   Millis bucket = o.bucket ? *o.bucket : 0;
   if (!bucket) {
     bucket = kDay;
@@ -239,7 +239,7 @@ std::vector<std::string> activity_codes(store::Store& st) {
 
 std::vector<Millis> bucket_edges(Millis from, Millis to, Millis bucket, const std::string& zone) {
   auto too_many = [&](int64_t n) {
-    return Error(Exit::usage, "--bucket " + bucket_name(bucket) + " over this range gives " + std::to_string(n) +
+    return Error(Errc::usage, "--bucket " + bucket_name(bucket) + " over this range gives " + std::to_string(n) +
                                   " buckets (at most " + std::to_string(kMaxBuckets) +
                                   "): choose a wider --bucket or a shorter --from/--to");
   };
@@ -267,7 +267,7 @@ Millis parse_bucket(const std::string& s) {
   if (s == "1m") return kMinute;
   if (s == "1h") return kHour;
   if (s == "1d") return kDay;
-  throw Error(Exit::usage, "--bucket: expected 1m, 1h or 1d, got '" + s.substr(0, 40) + "'");
+  throw Error(Errc::usage, "--bucket: expected 1m, 1h or 1d, got '" + s.substr(0, 40) + "'");
 }
 
 std::string bucket_name(Millis b) { return b == kMinute ? "1m" : b == kHour ? "1h" : b == kDay ? "1d" : std::to_string(b) + "ms"; }

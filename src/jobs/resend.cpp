@@ -101,7 +101,7 @@ class Deliverer {
                  : d.state == G::awaiting_external      ? "handed_over"
                                                         : "skipped");
       } catch (const Error& e) {
-        if (e.code() != Exit::config && e.code() != Exit::temp_fail && e.code() != Exit::data) throw;
+        if (e.kind() != Errc::config && e.kind() != Errc::busy && e.kind() != Errc::bad_input) throw;
         spdlog::warn("resend: grant {} not delivered: {}", c.grant_id, e.what());
         run_.add("errors");
       }
@@ -148,7 +148,7 @@ const char* kBillSelect =
 
 ResendBill find_bill(store::Session& s, const std::string& bill_no, int64_t* grant_id = nullptr) {
   auto r = s.query(std::string(kBillSelect) + "WHERE rb.bill_no = $1", {bill_no});
-  if (r.empty()) throw Error(Exit::data, "no resend bill '" + bill_no + "' (see rewardctl resend list)");
+  if (r.empty()) throw Error(Errc::not_found, "no resend bill '" + bill_no + "' (see rewardctl resend list)");
   if (grant_id) *grant_id = r[0].i64(13);
   return to_bill(r[0]);
 }
@@ -185,7 +185,7 @@ void resend(JobRun& run, engine::Engine& eng, const ResendOptions& o) {
 std::vector<ResendBill> list_resend(store::Store& s, const std::string& state, const std::string& activity,
                                     int64_t limit) {
   if (!state.empty() && !parse_state<ResendState>(state))
-    throw Error(Exit::usage, "--state must be pending, manual or done, not '" + state + "'");
+    throw Error(Errc::usage, "--state must be pending, manual or done, not '" + state + "'");
   auto r = s.query(std::string(kBillSelect) +
                        "WHERE ($1 = '' OR rb.state = $1) AND ($2 = '' OR a.code = $2) "
                        "ORDER BY rb.next_attempt_at, rb.id LIMIT $3",

@@ -123,8 +123,8 @@ class Runner {
       for (auto& k : keys) {
         auto l = try_lease(dsn, k);
         if (!l)
-          throw Error(Exit::temp_fail, "job " + decl.name + " cannot start: the lease '" + k + "' is held by " +
-                                           describe_holder(st, k, host_name()) + "; nothing was done");
+          throw Error(Errc::busy, "job " + decl.name + " cannot start: the lease '" + k + "' is held by " +
+                                      describe_holder(st, k, host_name()) + "; nothing was done");
         leases.push_back(std::move(l));
       }
     }
@@ -157,10 +157,10 @@ class Runner {
     try {
       fn(run);
     } catch (const Error& e) {
-      if (e.code() == Exit::interrupted) run.stopped_ = "signal";
+      if (e.kind() == Errc::interrupted) run.stopped_ = "signal";
       else failure = e;
     } catch (const std::exception& e) {
-      failure = Error(Exit::internal, e.what());
+      failure = Error(Errc::internal, e.what());
     }
     if (!failure && run.stopped_.empty() && interrupted()) run.stopped_ = "signal";
     rep.counts = run.counts_;
@@ -169,7 +169,7 @@ class Runner {
     if (failure) {
       rep.state = "failed";
       rep.error = failure->what();
-      rep.exit = failure->code();
+      rep.exit = exit_code(failure->kind());
     } else if (run.stopped_ == "signal") {
       rep.state = "interrupted";
       rep.exit = Exit::interrupted;
@@ -190,7 +190,7 @@ class Runner {
         });
       } catch (const Error& e) {
         spdlog::warn("job {} run {}: its end could not be recorded: {}", decl.name, rep.run_id, e.what());
-        if (!failure) failure = e, rep.state = "failed", rep.error = e.what(), rep.exit = e.code();
+        if (!failure) failure = e, rep.state = "failed", rep.error = e.what(), rep.exit = exit_code(e.kind());
       }
     }
     std::string counts;
@@ -218,7 +218,7 @@ JobReport run_job(const JobDecl& decl, const JobFn& fn, store::Store& st, const 
 
 int64_t parse_duration_ms(const std::string& s, const std::string& flag) {
   auto bad = [&]() -> Error {
-    return Error(Exit::usage, flag + " must be a duration such as 90s, 10m, 1h30m or 500ms, not '" + s + "'");
+    return Error(Errc::usage, flag + " must be a duration such as 90s, 10m, 1h30m or 500ms, not '" + s + "'");
   };
   if (s.empty()) throw bad();
   int64_t total = 0;

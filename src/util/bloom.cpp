@@ -14,7 +14,7 @@ Bloom::Bloom(uint64_t expected_items) {
   mask_ = bits - 1;
   // calloc: fresh zero pages from the kernel, resident only once touched
   bits_ = static_cast<uint64_t*>(calloc(bits / 64, sizeof(uint64_t)));
-  if (!bits_) throw Error(Exit::internal, "out of memory for the duplicate filter");
+  if (!bits_) throw Error(Errc::internal, "out of memory for the duplicate filter");
 }
 
 Bloom::~Bloom() { free(bits_); }

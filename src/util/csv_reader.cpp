@@ -44,7 +44,7 @@ struct ReaderCallbacks {
 
 Reader::Reader(int fd, std::string name, Limits limits)
     : fd_(fd), name_(std::move(name)), limits_(limits), parser_(new csv_parser) {
-  if (csv_init(parser_, CSV_STRICT) != 0) throw Error(Exit::internal, "csv_init failed");
+  if (csv_init(parser_, CSV_STRICT) != 0) throw Error(Errc::internal, "csv_init failed");
   csv_set_blk_size(parser_, 4096);
   buf_.resize(kBufSize);
   off_t at = ::lseek(fd_, 0, SEEK_CUR);
@@ -74,7 +74,7 @@ void Reader::reset_parser() {
 }
 
 void Reader::rewind() {
-  if (::lseek(fd_, off_t(start_), SEEK_SET) != off_t(start_)) throw Error(Exit::no_input, "cannot rewind " + name_ + ": " + strerror(errno));
+  if (::lseek(fd_, off_t(start_), SEEK_SET) != off_t(start_)) throw Error(Errc::input_unreadable, "cannot rewind " + name_ + ": " + strerror(errno));
   reset_parser();
   pos_ = len_ = 0;
   eof_ = finished_ = skip_to_eol_ = false;
@@ -94,7 +94,7 @@ bool Reader::fill() {
   for (;;) {
     ssize_t n = ::read(fd_, buf_.data(), buf_.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(Exit::no_input, "cannot read " + name_ + ": " + strerror(errno));
+    if (n < 0) throw Error(Errc::input_unreadable, "cannot read " + name_ + ": " + strerror(errno));
     if (n == 0) {
       eof_ = true;
       return false;

@@ -27,10 +27,10 @@ struct csv_parser;
 
 namespace rc::csv {
 
-// Bad input data: Exit::data.
+// Bad input data: Errc::bad_input.
 class StructuralError : public Error {
  public:
-  StructuralError(const std::string& msg, int64_t line) : Error(Exit::data, msg), line_(line) {}
+  StructuralError(const std::string& msg, int64_t line) : Error(Errc::bad_input, msg), line_(line) {}
   int64_t line() const { return line_; }
 
  private:

@@ -30,7 +30,7 @@ std::string sha256_hex(const std::string& data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (!EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr))
-    throw Error(Exit::internal, "SHA-256 failed");
+    throw Error(Errc::internal, "SHA-256 failed");
   return to_hex(md, len);
 }
 
@@ -39,7 +39,7 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& message) 
   size_t len = 0;
   if (!EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
                  reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, sizeof md, &len))
-    throw Error(Exit::internal, "HMAC-SHA256 failed");
+    throw Error(Errc::internal, "HMAC-SHA256 failed");
   return to_hex(md, len);
 }
 
@@ -49,7 +49,7 @@ bool digest_equal(const std::string& a, const std::string& b) {
 
 void secure_random(void* out, size_t n) {
   if (RAND_bytes(static_cast<unsigned char*>(out), int(n)) != 1)
-    throw Error(Exit::internal, "the secure random source failed");
+    throw Error(Errc::internal, "the secure random source failed");
 }
 
 std::string new_id(const std::string& prefix, int64_t now_ms) {
@@ -98,7 +98,7 @@ std::string sha256_fd(int fd, uint64_t from, const std::string& name) {
   for (off_t off = off_t(from);;) {
     ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(Exit::no_input, "cannot read " + name + ": " + strerror(errno));
+    if (n < 0) throw Error(Errc::input_unreadable, "cannot read " + name + ": " + strerror(errno));
     if (n == 0) break;
     h.update(buf.data(), size_t(n));
     off += n;

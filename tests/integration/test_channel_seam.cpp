@@ -34,7 +34,7 @@ struct Scripted : rc::engine::Channel {
     if (during) during(r.bill_no);
     std::string next = script.empty() ? "ok" : script.front();
     if (!script.empty()) script.pop_front();
-    if (next == "throw") throw rc::Error(rc::Exit::temp_fail, "client broke");
+    if (next == "throw") throw rc::Error(rc::Errc::busy, "client broke");
     if (next == "ok") return {Outcome::success, "0", ""};
     if (next == "final") return {Outcome::failed, "2001", "no such user"};
     if (next == "retry") return {Outcome::retryable, "1001", "busy"};

@@ -2,10 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sys/stat.h>
 
 #include <thread>
 
+#include "core/error.hpp"
 #include "support/harness.hpp"
 
 using nlohmann::json;
@@ -132,6 +134,9 @@ TEST_CASE("cli: help exit-codes prints the whole table") {
   auto ls = rt::lines(r.out);
   CHECK(ls.size() == 14);
   CHECK(json::parse(ls.back())["code"] == 130);
+  std::set<int> listed;
+  for (auto& l : ls) listed.insert(json::parse(l)["code"].get<int>());
+  for (auto& k : rc::errc_table()) CHECK(listed.count(rc::exit_int(k.exit)) == 1);  // every error kind's code is listed
   CHECK(r.out.find("{\"code\":67,\"meaning\":\"the activity, record, bill or qualification named does not exist\",\"name\":\"not_found\"") !=
         std::string::npos);
 }

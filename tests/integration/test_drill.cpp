@@ -317,7 +317,17 @@ TEST_CASE("drill: the concurrent checks run as distinct worker processes, one co
     auto w = run_program({REWARDCTL_BIN, "__drill-worker"}, {}, input);
     CHECK(w.rc == 64);
     CHECK(w.out.find("not a drill task") != std::string::npos);
+    CHECK(w.out.find("\"kind\":\"usage\"") != std::string::npos);
   }
+  // a worker's own error reaches the drill as its kind's name, and the worker exits with that kind's code
+  const std::string task = R"({"check":"oversell","dialect":"sqlite","target":")" + db.dir() +
+                           R"(/none.db","code":"act","now":0,"operator":"t","worker":0,"claims":1,"seconds":0,)"
+                           R"("user":"u","biz":"b","prizes":[]})"
+                           "\n";
+  auto gone = run_program({REWARDCTL_BIN, "__drill-worker"}, {}, task);
+  CHECK(gone.rc == 78);
+  CHECK(gone.out.find("\"kind\":\"config\"") != std::string::npos);
+  CHECK(gone.out.find("does not exist") != std::string::npos);
 }
 
 TEST_CASE("drill: a worker process that dies fails its check with a message, and the drill goes on") {

@@ -186,8 +186,8 @@ TEST_CASE("fuse: block, confirm, unblock - audited, dry-run twins, idempotent") 
   CHECK(db.count("SELECT count(*) FROM audit WHERE action IN ('fuse.block', 'fuse.confirm', 'fuse.unblock')") == 3);
   auto l = json::parse(lines(db.ok({"fuse", "list", "--state", "released", "-o", "json"}).out).at(0));
   CHECK(l["decision"] == "unblocked");
-  db.ok({"fuse", "show", "nope"}, 65);
-  db.ok({"fuse", "block", "nope", "--reason", "x"}, 65);
+  db.ok({"fuse", "show", "nope"}, 67);  // not found, as everywhere
+  db.ok({"fuse", "block", "nope", "--reason", "x"}, 67);
   db.ok({"fuse", "release", ev}, 64);  // --false-alarm is required
 }
 

@@ -135,11 +135,11 @@ TEST_CASE("fuse held: confirm cancels the held requests once and bad input is re
            db.count("SELECT count(*) FROM grants WHERE state = 'pending'");
   };
   const int64_t before = changes();
-  db.ok({"fuse", "release", "F-nope", "--false-alarm"}, 65);
-  db.ok({"fuse", "confirm", "F-nope", "--reason", "x"}, 65);
+  db.ok({"fuse", "release", "F-nope", "--false-alarm"}, 67);
+  db.ok({"fuse", "confirm", "F-nope", "--reason", "x"}, 67);
   db.ok({"fuse", "confirm", ev}, 64);           // --reason is required
   db.ok({"fuse", "release", ev}, 64);           // --false-alarm is required
-  db.ok({"fuse", "block", "act", "--prize", "nope", "--reason", "x"}, 65);
+  db.ok({"fuse", "block", "act", "--prize", "nope", "--reason", "x"}, 67);
   db.ok({"fuse", "confirm", ev, "--reason", "bad \xff\xfe bytes"}, 64);  // not UTF-8: PostgreSQL would refuse it
   db.ok({"fuse", "confirm", ev, "--reason", std::string(3000, 'a')}, 64);
   db.ok({"fuse", "confirm", ev, "--reason", ""}, 64);

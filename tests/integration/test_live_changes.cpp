@@ -140,7 +140,7 @@ TEST_CASE("live: stock added and removed while it runs, claimed to exhaustion wi
   CHECK(r.err.find("has 17 left") != std::string::npos);
   db.ok({"activity", "stock", "act", "--prize", "p1", "--remove", "2", "--reason", "short"});
   CHECK(db.count("SELECT stock_total FROM prize") == 15);
-  db.ok({"activity", "stock", "act", "--prize", "nope", "--add", "1", "--reason", "x"}, 65);
+  db.ok({"activity", "stock", "act", "--prize", "nope", "--add", "1", "--reason", "x"}, 67);
   db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "0", "--reason", "x"}, 64);
   db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "1", "--remove", "1", "--reason", "x"}, 64);
 
@@ -218,7 +218,7 @@ TEST_CASE("live: money needs two people - a budget raise and costly stock wait f
   CHECK(lines(db.ok({"activity", "change", "list", "--state", "proposed", "-o", "json"}).out).empty());
   db.ok({"activity", "budget", "act", "--raise", "0", "--reason", "x"}, 64);
   db.ok({"activity", "budget", "act", "--raise", "1"}, 64);  // --reason is required
-  db.ok({"activity", "change", "approve", "999999", "--operator", "bob"}, 65);
+  db.ok({"activity", "change", "approve", "999999", "--operator", "bob"}, 67);
 }
 
 TEST_CASE("live: concurrent budget raises and stock adds all apply, one after the other (no lost update)") {

@@ -228,7 +228,7 @@ TEST_CASE("resend: past its expiry a bill goes to manual, and resend retry bring
   auto seen = w.ep.seen();
   REQUIRE(seen.size() == 2);
   CHECK(seen[1] == bill);
-  w.db.ok({"resend", "retry", "B-no-such-bill"}, 65, w.at(t));
+  w.db.ok({"resend", "retry", "B-no-such-bill"}, 67, w.at(t));
 }
 
 TEST_CASE("resend: two concurrent runs deliver each bill exactly once") {

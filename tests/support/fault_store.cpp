@@ -43,7 +43,7 @@ void FaultStore::step(const std::string& sql) {
   log_.push_back(sql);
   if (fired_ || (fail_at_ > 0 && count_ >= fail_at_)) {
     fired_ = true;
-    throw rc::Error(rc::Exit::unavailable, "injected fault at statement " + std::to_string(count_) + ": " +
+    throw rc::Error(rc::Errc::unavailable, "injected fault at statement " + std::to_string(count_) + ": " +
                                                sql.substr(0, 60));
   }
 }

@@ -100,7 +100,7 @@ TEST_CASE("settings: bad files name file:line:column and exit 78") {
       (void)load_settings(flags, env.fn());
       FAIL("no error for: " << content);
     } catch (const Error& e) {
-      CHECK(e.code() == Exit::config);
+      CHECK(e.kind() == Errc::config);
       std::string m = e.what();
       CHECK_MESSAGE(m.find(p + ":") == 0, m);
       CHECK_MESSAGE(m.find(fragment) != std::string::npos, m);

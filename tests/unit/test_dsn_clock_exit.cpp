@@ -23,7 +23,7 @@ TEST_CASE("dsn: sqlite, postgres URIs and conninfo, unknown schemes refused") {
     parse_dsn("mysql://h/d", "--db");
     FAIL("accepted mysql");
   } catch (const Error& e) {
-    CHECK(e.code() == Exit::config);
+    CHECK(e.kind() == Errc::config);
     CHECK(std::string(e.what()).find("unknown database scheme 'mysql' in --db") != std::string::npos);
   }
   CHECK_THROWS_AS(parse_dsn("sqlite:", "x"), Error);

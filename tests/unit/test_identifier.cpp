@@ -31,7 +31,7 @@ TEST_CASE("identifier: a flag that breaks the rules is a usage error (64) naming
     require_identifier("", IdKind::key, "--biz-id");
     FAIL("an empty --biz-id was accepted");
   } catch (const Error& e) {
-    CHECK(e.code() == Exit::usage);
+    CHECK(e.kind() == Errc::usage);
     CHECK(std::string(e.what()).rfind("--biz-id is empty", 0) == 0);
   }
 }

@@ -29,7 +29,7 @@ TEST_CASE("jobs: durations for --max-runtime and --init-grace") {
       jobs::parse_duration_ms(bad, "--max-runtime");
       FAIL("accepted");
     } catch (const Error& e) {
-      CHECK(e.code() == Exit::usage);
+      CHECK(e.kind() == Errc::usage);
       CHECK(std::string(e.what()).find("--max-runtime") == 0);
     }
   }

@@ -35,7 +35,7 @@ TEST_CASE("progress: --progress values, and --quiet wins") {
     rc::jobs::progress_mode("loud", false);
     FAIL("no error");
   } catch (const rc::Error& e) {
-    CHECK(e.code() == rc::Exit::usage);
+    CHECK(e.kind() == rc::Errc::usage);
   }
   CHECK(rc::jobs::group_thousands(0) == "0");
   CHECK(rc::jobs::group_thousands(1234567) == "1,234,567");

@@ -47,7 +47,7 @@ void check_table(E last, const std::string& what) {
       rc::state_from_db<E>(bad);
       FAIL("an unknown name was accepted");
     } catch (const rc::Error& err) {
-      CHECK(err.code() == rc::Exit::internal);
+      CHECK(err.kind() == rc::Errc::internal);
       CHECK(std::string(err.what()).find("unknown " + what + " '") != std::string::npos);
       CHECK(std::string(err.what()).size() < 200);  // a huge value is shown by its start
     }

@@ -36,10 +36,10 @@ TEST_CASE("fault: PostgreSQL errors by SQLSTATE class") {
            {"", Fault::bug, Exit::internal}}) {
     CAPTURE(c.state);
     CHECK(classify_sqlstate(c.state, false) == c.fault);
-    CHECK(fault_exit(c.fault) == c.exit);
+    CHECK(exit_code(fault_errc(c.fault)) == c.exit);
   }
   CHECK(classify_sqlstate("57014", true) == Fault::interrupted);  // the cancel we sent on SIGTERM
-  CHECK(fault_exit(Fault::interrupted) == Exit::interrupted);
+  CHECK(fault_errc(Fault::interrupted) == Errc::interrupted);
   CHECK(classify_sqlstate("57P01", true) == Fault::unavailable);
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("fault: throw_fault raises the typed error of each class") {
   try {
     throw_fault(Fault::no_perm, "PostgreSQL error 42501: permission denied for table grants");
   } catch (const Error& e) {
-    CHECK(e.code() == Exit::no_perm);
+    CHECK(e.kind() == Errc::not_permitted);
     CHECK(std::string(e.what()).find("42501") != std::string::npos);
   }
 }

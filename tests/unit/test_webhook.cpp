@@ -189,7 +189,7 @@ TEST_CASE("webhook body: a string that is not valid UTF-8 is refused, never alte
     (void)WebhookClient::body(r);
     FAIL("expected Error(data)");
   } catch (const Error& e) {
-    CHECK(e.code() == Exit::data);
+    CHECK(e.kind() == Errc::bad_input);
   }
   Endpoint ep;
   WebhookClient c(webhook(ep.url()), kSecret);
@@ -451,7 +451,7 @@ std::string channel_error(const std::string& doc) {
   try {
     (void)parse_channels(s);
   } catch (const Error& e) {
-    CHECK(e.code() == Exit::config);
+    CHECK(e.kind() == Errc::config);
     return e.what();
   }
   FAIL("parse_channels accepted a bad config");

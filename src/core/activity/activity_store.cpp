@@ -53,13 +53,13 @@ std::optional<ActivityRow> find(Session& s, const std::string& code) {
 
 ActivityRow get(Session& s, const std::string& code) {
   auto a = find(s, code);
-  if (!a) throw Error(Exit::not_found, "no activity '" + code + "' (see rewardctl activity list)");
+  if (!a) throw Error(Errc::not_found, "no activity '" + code + "' (see rewardctl activity list)");
   return *a;
 }
 
 int64_t id_of(store::Store& st, const std::string& code) {
   auto r = valid_code(code) ? st.query("SELECT id FROM activity WHERE code = $1", {code}) : store::Result{};
-  if (r.empty()) throw Error(Exit::not_found, "no activity '" + code + "' (see rewardctl activity list)");
+  if (r.empty()) throw Error(Errc::not_found, "no activity '" + code + "' (see rewardctl activity list)");
   return r[0].i64(0);
 }
 
@@ -176,7 +176,7 @@ std::string summary_json(const Definition& d, const std::string& hash, const std
 CreateResult create(store::Store& st, const Definition& d, const std::string& text, const CreateOptions& opts,
                     const Actor& who, Millis now) {
   if (opts.publish && opts.review_required)
-    throw Error(Exit::no_perm, "create --publish skips the two-role review: allowed only with review.required = false");
+    throw Error(Errc::not_permitted, "create --publish skips the two-role review: allowed only with review.required = false");
   CreateResult res;
   res.code = d.code;
   res.hash = sha256_hex(text);
@@ -185,7 +185,7 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
   try {
     st.transact(store::TxMode::write, [&](store::Tx& tx) {
       res.log.clear();
-      if (find(tx, d.code)) throw Error(Exit::data, "activity '" + d.code + "' already exists: use activity update");
+      if (find(tx, d.code)) throw Error(Errc::conflict, "activity '" + d.code + "' already exists: use activity update");
       Params p{d.code};
       auto hp = header_params(d);
       p.insert(p.end(), hp.begin(), hp.end());
@@ -216,7 +216,7 @@ CreateResult create(store::Store& st, const Definition& d, const std::string& te
     });
   } catch (const store::UniqueViolation&) {
     // a concurrent create of the same code committed first
-    throw Error(Exit::data, "activity '" + d.code + "' already exists: use activity update");
+    throw Error(Errc::conflict, "activity '" + d.code + "' already exists: use activity update");
   }
   if (who.dry_run) res.id = 0;
   return res;
@@ -242,9 +242,9 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
     const bool editable =
         a.state == S::pending_review || a.state == S::product_approved || a.state == S::approved || a.state == S::rejected;
     if (!editable)
-      throw Error(Exit::findings, "activity '" + d.code + "' is " + res.state +
-                                      (is_running(a.state) ? " (it started running meanwhile): run activity update again"
-                                                           : ": an activity that has ended or is offline cannot change"));
+      throw Error(Errc::refused, "activity '" + d.code + "' is " + res.state +
+                                     (is_running(a.state) ? " (it started running meanwhile): run activity update again"
+                                                          : ": an activity that has ended or is offline cannot change"));
     if (a.definition_hash == res.hash) {
       res.log.push_back("definition unchanged (same SHA-256): nothing to do");
       tx.rollback_only();
@@ -257,7 +257,7 @@ CreateResult update(store::Store& st, const Definition& d, const std::string& te
         "user_limit = $7, user_limit_period = $8, definition = $9, definition_hash = $10, updated_at = $11, "
         "version = version + 1 WHERE id = $12 AND state = $13",
         p);
-    if (n != 1) throw Error(Exit::temp_fail, "activity '" + d.code + "' changed concurrently: try again");
+    if (n != 1) throw Error(Errc::busy, "activity '" + d.code + "' changed concurrently: try again");
     delete_children(tx, a.id);
     write_children(tx, a.id, d);
     record_current(tx, a.id, a.version + 1, text, res.hash, who.name, "definition changed before publishing", now);

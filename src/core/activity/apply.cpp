@@ -21,7 +21,7 @@ ApplyResult apply(store::Store& st, const Definition& d, const std::string& text
         return res;
       } catch (const Error& e) {
         // a concurrent apply created it first: compare with what it stored
-        if (attempt > 0 || e.code() != Exit::data) throw;
+        if (attempt > 0 || e.kind() != Errc::conflict) throw;
         continue;
       }
     }
@@ -38,10 +38,10 @@ ApplyResult apply(store::Store& st, const Definition& d, const std::string& text
       return res;
     }
     if (is_running(row->state) || row->state == ActivityState::ended || row->state == ActivityState::offline)
-      throw Error(Exit::data, "activity '" + d.code + "' is " + res.result.state + " with definition sha256 " +
-                                  row->definition_hash + "; the file has sha256 " + hash +
-                                  ": apply never changes the definition of an activity that has been published "
-                                  "(a running one takes a reviewed new version: activity update -f FILE)");
+      throw Error(Errc::conflict, "activity '" + d.code + "' is " + res.result.state + " with definition sha256 " +
+                                      row->definition_hash + "; the file has sha256 " + hash +
+                                      ": apply never changes the definition of an activity that has been published "
+                                      "(a running one takes a reviewed new version: activity update -f FILE)");
     res.result = update(st, d, text, who, now);
     res.action = "updated";
     return res;

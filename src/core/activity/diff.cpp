@@ -139,7 +139,7 @@ VersionDiff diff_versions(store::Store& st, const std::string& code, std::option
     auto known = [&](int64_t v) {
       auto it = std::find_if(all.begin(), all.end(), [&](const VersionRow& r) { return r.version == v; });
       if (it == all.end())
-        throw Error(Exit::not_found, "activity '" + code + "' has no version " + std::to_string(v) +
+        throw Error(Errc::not_found, "activity '" + code + "' has no version " + std::to_string(v) +
                                          " (activity history " + code + " lists its versions)");
       return *it;
     };
@@ -148,7 +148,7 @@ VersionDiff diff_versions(store::Store& st, const std::string& code, std::option
     } else {
       vb = open_version(tx, a.id);
       if (!vb)
-        throw Error(Exit::not_found, "no new version of '" + code + "' is in review: give --to N (activity history " +
+        throw Error(Errc::not_found, "no new version of '" + code + "' is in review: give --to N (activity history " +
                                          code + " lists its versions)");
     }
     if (from) {
@@ -162,13 +162,13 @@ VersionDiff diff_versions(store::Store& st, const std::string& code, std::option
     }
   });
   if (va->version > vb->version)
-    throw Error(Exit::usage, "--from " + std::to_string(va->version) + " is after --to " + std::to_string(vb->version) +
+    throw Error(Errc::usage, "--from " + std::to_string(va->version) + " is after --to " + std::to_string(vb->version) +
                                  ": give the older version as --from");
   d.from = {va->version, name(va->state), va->definition_hash};
   d.to = {vb->version, name(vb->state), vb->definition_hash};
   auto pa = parse_definition(va->definition, code + " version " + std::to_string(va->version));
   auto pb = parse_definition(vb->definition, code + " version " + std::to_string(vb->version));
-  if (!pa.def || !pb.def) throw Error(Exit::internal, "a stored version of '" + code + "' no longer parses");
+  if (!pa.def || !pb.def) throw Error(Errc::internal, "a stored version of '" + code + "' no longer parses");
   d.changes = diff_definitions(*pa.def, *pb.def);
   return d;
 }

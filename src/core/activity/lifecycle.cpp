@@ -76,17 +76,17 @@ TransitionResult approve(store::Store& st, const std::string& code, Role role, c
       return;
     }
     if (who.name == a.created_by)
-      throw Error(Exit::no_perm, "rule creator_may_not_approve: " + who.name + " created activity '" + code +
-                                     "' and may not approve it");
+      throw Error(Errc::not_permitted, "rule creator_may_not_approve: " + who.name + " created activity '" + code +
+                                           "' and may not approve it");
     if (pol.distinct_approvers && role == Role::tech) {
       auto r = tx.query(
           "SELECT operator FROM activity_review WHERE activity_id = $1 AND role = 'product' AND decision = 'approve' "
           "AND voided = 0 AND definition_hash = $2 ORDER BY id DESC LIMIT 1",
           {a.id, a.definition_hash});
       if (!r.empty() && r[0].str(0) == who.name)
-        throw Error(Exit::no_perm, "rule distinct_approvers: " + who.name +
-                                       " already approved as product; the tech approver must be someone else "
-                                       "(config review.distinct_approvers)");
+        throw Error(Errc::not_permitted, "rule distinct_approvers: " + who.name +
+                                             " already approved as product; the tech approver must be someone else "
+                                             "(config review.distinct_approvers)");
     }
     res = moved(a, to, who.dry_run);
     if (who.dry_run) {

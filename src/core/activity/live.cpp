@@ -54,7 +54,7 @@ PrizeRow get_prize(Session& s, int64_t activity_id, const std::string& code, con
       "SELECT p.id, p.buckets, p.stock_total, i.unit_cost_cents, i.kind FROM prize p JOIN item i ON i.id = p.item_id "
       "WHERE p.activity_id = $1 AND p.code = $2" + std::string(lock ? " FOR UPDATE OF p" : ""),
       {activity_id, prize});
-  if (r.empty()) throw Error(Exit::data, "activity " + code + " has no prize '" + prize + "' (see rewardctl activity show " + code + ")");
+  if (r.empty()) throw Error(Errc::not_found, "activity " + code + " has no prize '" + prize + "' (see rewardctl activity show " + code + ")");
   return {r[0].i64(0), r[0].i64(1), r[0].i64(2), r[0].i64(3), r[0].str(4)};
 }
 
@@ -67,7 +67,7 @@ BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code, b
                        std::string(lock ? " FOR UPDATE" : ""),
                    {activity_id});
   if (r.empty())
-    throw Error(Exit::data, "activity " + code + " has no budget: a new definition version adds one ([budget] total_cents)");
+    throw Error(Errc::conflict, "activity " + code + " has no budget: a new definition version adds one ([budget] total_cents)");
   return {r[0].i64(0), r[0].i64(1)};
 }
 
@@ -76,8 +76,8 @@ BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code, b
 ActivityRow running(Session& s, const std::string& code) {
   auto a = get(s, code);
   if (!is_running(a.state))
-    throw Error(Exit::data, "activity " + code + " is " + name(a.state) + ": stock and budget change here only while it runs "
-                            "(gray, live, paused); before that, activity update replaces them");
+    throw Error(Errc::conflict, "activity " + code + " is " + name(a.state) + ": stock and budget change here only while it runs "
+                                "(gray, live, paused); before that, activity update replaces them");
   return a;
 }
 
@@ -97,8 +97,8 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
     if (kind == ChangeKind::stock_add) {
       int64_t sum;
       if (__builtin_add_overflow(p.stock_total, amount, &sum))
-        throw Error(Exit::data, "prize " + prize + ": stock " + std::to_string(p.stock_total) + " + " +
-                                    std::to_string(amount) + " does not fit in 64 bits");
+        throw Error(Errc::bad_input, "prize " + prize + ": stock " + std::to_string(p.stock_total) + " + " +
+                                         std::to_string(amount) + " does not fit in 64 bits");
       // spread evenly over the buckets, so that none runs dry long before the others
       const int64_t n = int64_t(b.size());
       for (int64_t i = 0; i < n; ++i) {
@@ -111,8 +111,8 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
       int64_t left = 0;
       for (auto& row : b.rows) left += row.i64(1);
       if (left < amount)
-        throw Error(Exit::data, "prize " + prize + " has " + std::to_string(left) + " left: cannot remove " +
-                                    std::to_string(amount) + " (stock is never removed below what is left); nothing changed");
+        throw Error(Errc::conflict, "prize " + prize + " has " + std::to_string(left) + " left: cannot remove " +
+                                        std::to_string(amount) + " (stock is never removed below what is left); nothing changed");
       int64_t need = amount;
       for (auto& row : b.rows) {
         const int64_t k = std::min(need, row.i64(1));
@@ -134,14 +134,14 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
   int64_t after = amount;
   if (kind == ChangeKind::budget_raise) {
     if (__builtin_add_overflow(bud.authorised, amount, &after))
-      throw Error(Exit::data, "budget of " + a.code + ": " + std::to_string(bud.authorised) + " + " +
-                                  std::to_string(amount) + " cents does not fit in 64 bits");
+      throw Error(Errc::bad_input, "budget of " + a.code + ": " + std::to_string(bud.authorised) + " + " +
+                                       std::to_string(amount) + " cents does not fit in 64 bits");
   }
   // conditional on what is consumed now: a claim may have spent since the read
   if (s.exec("UPDATE budget SET authorised_cents = $2 WHERE activity_id = $1 AND consumed_cents <= $2", {a.id, after}) != 1) {
     auto now_b = get_budget(s, a.id, a.code);
-    throw Error(Exit::data, "budget of " + a.code + ": " + std::to_string(now_b.consumed) + " cents are consumed, more than " +
-                                std::to_string(after) + ": a budget is never set below what is consumed; nothing changed");
+    throw Error(Errc::conflict, "budget of " + a.code + ": " + std::to_string(now_b.consumed) + " cents are consumed, more than " +
+                                    std::to_string(after) + ": a budget is never set below what is consumed; nothing changed");
   }
   return {bud.authorised, after};
 }
@@ -193,7 +193,7 @@ Change read_change(const store::Row& r) {
 
 Change get_change(Session& s, int64_t id) {
   auto r = s.query(std::string(kChangeCols) + " WHERE c.id = $1", {id});
-  if (r.empty()) throw Error(Exit::data, "no change request " + std::to_string(id) + " (see rewardctl activity change list)");
+  if (r.empty()) throw Error(Errc::not_found, "no change request " + std::to_string(id) + " (see rewardctl activity change list)");
   return read_change(r[0]);
 }
 
@@ -263,9 +263,9 @@ bool raises_spend(Session& s, const ChangeSpec& c, int64_t activity_id) {
 }
 
 Change request(store::Store& st, const ChangeSpec& spec, bool review_required, const Actor& who, Millis now) {
-  if (spec.reason.empty()) throw Error(Exit::usage, "--reason is required: every change to stock or budget says why");
+  if (spec.reason.empty()) throw Error(Errc::usage, "--reason is required: every change to stock or budget says why");
   if (spec.amount < 0 || (spec.amount == 0 && spec.kind != ChangeKind::budget_set))
-    throw Error(Exit::usage, "the amount must be a positive whole number, not " + std::to_string(spec.amount));
+    throw Error(Errc::usage, "the amount must be a positive whole number, not " + std::to_string(spec.amount));
   Change c;
   st.transact(store::TxMode::write, [&](Tx& tx) {
     auto a = running(tx, spec.code);
@@ -319,14 +319,14 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
     if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
-      throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + " (by " +
-                                      c.decided_by.value_or("?") + "), not proposed: nothing to approve");
+      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + c.state + " (by " +
+                                     c.decided_by.value_or("?") + "), not proposed: nothing to approve");
     if (c.requested_by == who.name)
-      throw Error(Exit::no_perm, "change " + std::to_string(id) + " was proposed by " + who.name +
-                                     ": another operator approves it (money needs two people)");
+      throw Error(Errc::not_permitted, "change " + std::to_string(id) + " was proposed by " + who.name +
+                                           ": another operator approves it (money needs two people)");
     auto a = running(tx, c.code);
     auto kind = parse_kind(c.kind);
-    if (!kind) throw Error(Exit::internal, "change " + std::to_string(id) + " has an unknown kind " + c.kind);
+    if (!kind) throw Error(Errc::internal, "change " + std::to_string(id) + " has an unknown kind " + c.kind);
     auto [before, after] = apply(tx, a, *kind, c.prize, c.amount);
     c.before = before;
     c.after = after;
@@ -346,13 +346,13 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
 }
 
 Change reject(store::Store& st, int64_t id, const std::string& reason, const Actor& who, Millis now) {
-  if (reason.empty()) throw Error(Exit::usage, "--reason is required to reject a change");
+  if (reason.empty()) throw Error(Errc::usage, "--reason is required to reject a change");
   Change c;
   st.transact(store::TxMode::write, [&](Tx& tx) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
     if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
-      throw Error(Exit::findings, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
+      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
     if (!transition(tx, id, ChangeRequestState::proposed, ChangeRequestState::rejected, who.name, reason, now,
                     ", decided_by = $5, decided_at = $2, decision_reason = $6", {who.name, reason}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");

@@ -113,9 +113,9 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
                                   {a.id})[0]
                              .i64(0);
     if (held > *d.budget_cents)
-      throw Error(Exit::data, "version " + std::to_string(v.version) + " of '" + a.code + "' sets a budget of " +
-                                  std::to_string(*d.budget_cents) + " cents, but its grants already hold " +
-                                  std::to_string(held) + ": nothing changed");
+      throw Error(Errc::conflict, "version " + std::to_string(v.version) + " of '" + a.code + "' sets a budget of " +
+                                      std::to_string(*d.budget_cents) + " cents, but its grants already hold " +
+                                      std::to_string(held) + ": nothing changed");
     tx.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents) VALUES ($1, $2, $3)",
             {a.id, *d.budget_cents, held});
     did.push_back("budget of " + std::to_string(*d.budget_cents) + " cents added (" + std::to_string(held) +

@@ -103,7 +103,7 @@ void record_current(Session& s, int64_t activity_id, int64_t version, const std:
 CreateResult propose(store::Store& st, const Definition& d, const std::string& text, const ProposeOptions& opts,
                      const Actor& who, Millis now) {
   if (opts.publish && opts.review_required)
-    throw Error(Exit::no_perm,
+    throw Error(Errc::not_permitted,
                 "update --publish skips the two-role review of a new version: allowed only with review.required = false");
   CreateResult res;
   res.code = d.code;
@@ -116,7 +116,7 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
       res.id = a.id;
       res.state = name(a.state);
       if (!is_running(a.state))
-        throw Error(Exit::findings, "activity '" + d.code + "' is " + res.state + " (it changed meanwhile): run activity update again");
+        throw Error(Errc::refused, "activity '" + d.code + "' is " + res.state + " (it changed meanwhile): run activity update again");
       if (a.definition_hash == res.hash) {
         res.log.push_back("definition unchanged (same SHA-256 as the running version " + std::to_string(a.version) +
                           "): nothing to do");
@@ -124,17 +124,17 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
         return;
       }
       if (d.kind != a.kind)
-        throw Error(Exit::data, "activity '" + d.code + "' is a " + name(a.kind) + " activity; a new version cannot make it " +
-                                    kind_name(d.kind) + " (create a new activity): nothing was written");
+        throw Error(Errc::conflict, "activity '" + d.code + "' is a " + name(a.kind) + " activity; a new version cannot make it " +
+                                        kind_name(d.kind) + " (create a new activity): nothing was written");
       const bool has_budget = !tx.query("SELECT 1 FROM budget WHERE activity_id = $1", {a.id}).empty();
       if (has_budget && !d.budget_cents)
-        throw Error(Exit::data, "activity '" + d.code +
-                                    "' has a budget; the new version has no budget_cents: a running activity's budget "
-                                    "cannot be removed (activity budget --set changes it): nothing was written");
+        throw Error(Errc::conflict, "activity '" + d.code +
+                                        "' has a budget; the new version has no budget_cents: a running activity's budget "
+                                        "cannot be removed (activity budget --set changes it): nothing was written");
       if (auto open = open_version(tx, a.id))
-        throw Error(Exit::findings, name_of(a, open->version) + " is already in review (" + name(open->state) + ", proposed by " +
-                                        open->proposed_by + "): approve or reject it first (activity approve|reject " +
-                                        d.code + "); nothing was written");
+        throw Error(Errc::refused, name_of(a, open->version) + " is already in review (" + name(open->state) + ", proposed by " +
+                                       open->proposed_by + "): approve or reject it first (activity approve|reject " +
+                                       d.code + "); nothing was written");
       const int64_t next =
           std::max(a.version, tx.query("SELECT COALESCE(MAX(version), 0) FROM activity_version WHERE activity_id = $1",
                                        {a.id})[0]
@@ -168,9 +168,9 @@ CreateResult propose(store::Store& st, const Definition& d, const std::string& t
     });
   } catch (const store::UniqueViolation&) {
     // a concurrent update proposed a version first (one version in review at a time)
-    throw Error(Exit::findings, "another version of '" + d.code +
-                                    "' was proposed at the same time and is in review: approve or reject it first; "
-                                    "nothing was written");
+    throw Error(Errc::refused, "another version of '" + d.code +
+                                   "' was proposed at the same time and is in review: approve or reject it first; "
+                                   "nothing was written");
   }
   return res;
 }
@@ -190,11 +190,11 @@ TransitionResult approve_version(store::Tx& tx, const ActivityRow& a, Role role,
                          "(activity update -f FILE proposes one)");
   }
   if (who.name == v->proposed_by)
-    throw Error(Exit::no_perm, "rule creator_may_not_approve: " + who.name + " proposed " + name_of(a, v->version) +
-                                   " and may not approve it");
+    throw Error(Errc::not_permitted, "rule creator_may_not_approve: " + who.name + " proposed " + name_of(a, v->version) +
+                                         " and may not approve it");
   if (pol.distinct_approvers && role == Role::tech && approver(tx, a, *v, "product") == who.name)
-    throw Error(Exit::no_perm, "rule distinct_approvers: " + who.name + " already approved " + name_of(a, v->version) +
-                                   " as product; the tech approver must be someone else (config review.distinct_approvers)");
+    throw Error(Errc::not_permitted, "rule distinct_approvers: " + who.name + " already approved " + name_of(a, v->version) +
+                                         " as product; the tech approver must be someone else (config review.distinct_approvers)");
   TransitionResult res;
   res.code = a.code;
   res.from = name(v->state);
@@ -208,7 +208,7 @@ TransitionResult approve_version(store::Tx& tx, const ActivityRow& a, Role role,
       throw store::Retryable("the version in review changed concurrently");
   } else {
     auto parsed = parse_definition(v->definition, a.code);
-    if (!parsed.def) throw Error(Exit::internal, name_of(a, v->version) + " no longer parses: reject it");
+    if (!parsed.def) throw Error(Errc::internal, name_of(a, v->version) + " no longer parses: reject it");
     did = switch_to(tx, a, *v, *parsed.def, who.name, now);
   }
   tx.exec(

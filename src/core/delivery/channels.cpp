@@ -24,7 +24,7 @@ std::string at(const std::string& path, const toml::source_region& src) {
 }
 
 [[noreturn]] void bad(const std::string& path, const toml::source_region& src, const std::string& msg) {
-  throw Error(Exit::config, at(path, src) + ": " + msg);
+  throw Error(Errc::config, at(path, src) + ": " + msg);
 }
 
 std::string q(const std::string& s) { return "'" + s + "'"; }

@@ -28,7 +28,7 @@ void global_init() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-      throw Error(Exit::internal, "curl_global_init failed");
+      throw Error(Errc::internal, "curl_global_init failed");
   });
 }
 
@@ -74,7 +74,7 @@ Result transport_error(CURLcode rc, const char* errbuf) {
 template <class T>
 void set(CURL* h, CURLoption opt, T value) {
   if (curl_easy_setopt(h, opt, value) != CURLE_OK)
-    throw Error(Exit::internal, "curl_easy_setopt(" + std::to_string(int(opt)) + ") failed");
+    throw Error(Errc::internal, "curl_easy_setopt(" + std::to_string(int(opt)) + ") failed");
 }
 
 }  // namespace
@@ -112,19 +112,19 @@ std::string WebhookClient::body(const Request& r) {
   try {
     return j.dump();
   } catch (const nlohmann::json::type_error&) {
-    throw Error(Exit::data, "delivery request seq " + std::to_string(r.seq) +
-                                " holds a string that is not valid UTF-8 (bill_no, user_id or item)");
+    throw Error(Errc::bad_input, "delivery request seq " + std::to_string(r.seq) +
+                                     " holds a string that is not valid UTF-8 (bill_no, user_id or item)");
   }
 }
 
 WebhookClient::WebhookClient(ChannelConfig cfg, std::string secret)
     : cfg_(std::move(cfg)), secret_(std::move(secret)), limiter_(cfg_.rate_per_second) {
   if (cfg_.type != "webhook")
-    throw Error(Exit::config, "channel " + cfg_.name + " is of type " + cfg_.type + ", not webhook");
-  if (secret_.empty()) throw Error(Exit::config, "channel " + cfg_.name + ": the webhook secret is empty");
+    throw Error(Errc::config, "channel " + cfg_.name + " is of type " + cfg_.type + ", not webhook");
+  if (secret_.empty()) throw Error(Errc::config, "channel " + cfg_.name + ": the webhook secret is empty");
   global_init();
   CURL* h = curl_easy_init();
-  if (!h) throw Error(Exit::internal, "curl_easy_init failed");
+  if (!h) throw Error(Errc::internal, "curl_easy_init failed");
   curl_ = h;
   try {
     set(h, CURLOPT_URL, cfg_.url.c_str());
@@ -167,7 +167,7 @@ WebhookClient& WebhookClient::operator=(WebhookClient&& o) noexcept {
 }
 
 Result WebhookClient::post(const Request& r) {
-  if (!curl_) throw Error(Exit::internal, "WebhookClient used after it was moved from");
+  if (!curl_) throw Error(Errc::internal, "WebhookClient used after it was moved from");
   std::string payload;
   try {
     payload = body(r);
@@ -184,14 +184,14 @@ Result WebhookClient::post(const Request& r) {
     curl_slist* next = curl_slist_append(raw, line);
     if (!next) {
       curl_slist_free_all(raw);
-      throw Error(Exit::internal, "out of memory building webhook headers");
+      throw Error(Errc::internal, "out of memory building webhook headers");
     }
     raw = next;
   }
   if (curl_slist* next = curl_slist_append(raw, sig_line.c_str())) raw = next;
   else {
     curl_slist_free_all(raw);
-    throw Error(Exit::internal, "out of memory building webhook headers");
+    throw Error(Errc::internal, "out of memory building webhook headers");
   }
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw, &curl_slist_free_all);
 

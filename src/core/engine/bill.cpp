@@ -27,7 +27,7 @@ std::string open_bill(store::Session& s, const DeliveryTarget& t, Millis now) {
       "VALUES ($1, $2, $3, $4, 'sending', 1, $5, $5)",
       {bill, t.id, t.channel, t.amount, now});
   if (s.exec("UPDATE grants SET bill_no = $1 WHERE id = $2 AND bill_no IS NULL", {bill, t.id}) != 1)
-    throw Error(Exit::temp_fail, "grant " + t.record_code + " got a bill number concurrently: try again");
+    throw Error(Errc::busy, "grant " + t.record_code + " got a bill number concurrently: try again");
   return bill;
 }
 

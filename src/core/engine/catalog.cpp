@@ -20,7 +20,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
       "(SELECT count(*) FROM budget b WHERE b.activity_id = activity.id AND (b.warn_ppm IS NOT NULL OR "
       "b.degrade_ppm IS NOT NULL OR b.stop_ppm IS NOT NULL)) FROM activity WHERE id = $1",
       {activity_id});
-  if (a.empty()) throw Error(Exit::internal, "activity vanished while loading");
+  if (a.empty()) throw Error(Errc::internal, "activity vanished while loading");
   const auto& r = a[0];
   c->id = r.i64(0);
   c->version = r.i64(1);

@@ -11,15 +11,15 @@
 namespace rc::engine {
 
 std::optional<GrantState> Channel::deliver_from_init(store::Session&, GrantView& g, const std::string&, Millis) {
-  throw Error(Exit::internal, "channel '" + g.channel + "' is not in the database: it delivers after commit");
+  throw Error(Errc::internal, "channel '" + g.channel + "' is not in the database: it delivers after commit");
 }
 
 Completion Channel::complete(store::Session&, const DeliveryTarget& t, const std::string&, Millis) {
-  throw Error(Exit::internal, "channel '" + t.channel + "' is not in the database: it delivers after commit");
+  throw Error(Errc::internal, "channel '" + t.channel + "' is not in the database: it delivers after commit");
 }
 
 delivery::Result Channel::call(const delivery::Request& r) {
-  throw Error(Exit::internal, "bill " + r.bill_no + ": an in-database channel is never called");
+  throw Error(Errc::internal, "bill " + r.bill_no + ": an in-database channel is never called");
 }
 
 namespace {
@@ -86,7 +86,7 @@ std::unique_ptr<Channel> make_channel(const delivery::ChannelConfig& cfg, const 
   if (cfg.type == "ledger") return std::make_unique<LedgerChannel>();
   if (cfg.type == "outbox") return std::make_unique<OutboxChannel>();
   if (cfg.type == "webhook") return std::make_unique<WebhookChannel>(cfg, getenv);
-  throw Error(Exit::config, "channel '" + cfg.name + "' has unknown type '" + cfg.type + "'");
+  throw Error(Errc::config, "channel '" + cfg.name + "' has unknown type '" + cfg.type + "'");
 }
 
 }  // namespace rc::engine

@@ -117,12 +117,12 @@ struct ClaimRun {
     // Refuse before writing anything when this host cannot deliver the prize: a grant must never
     // be stranded (or invalidated) by one host's incomplete [channels] configuration.
     if (!e.opts_.channels.count(p.channel))
-      throw Error(Exit::config, "item '" + p.item + "' is delivered by channel '" + p.channel +
+      throw Error(Errc::config, "item '" + p.item + "' is delivered by channel '" + p.channel +
                                     "', which is not configured on this host: add [channels." + p.channel + "]");
     auto cost = util::checked_mul(amount, p.unit_cost_cents);
     auto validity_ms = p.validity_days ? util::checked_mul(*p.validity_days, int64_t(86'400'000)) : int64_t(0);
     if (!cost || !validity_ms)
-      throw Error(Exit::data, "prize '" + p.code + "': amount x unit cost or validity overflows 64 bits");
+      throw Error(Errc::bad_input, "prize '" + p.code + "': amount x unit cost or validity overflows 64 bits");
 
     // 7. the grant (init) and its status log; the unique biz_id decides between concurrent twins
     NewGrant ng;
@@ -304,7 +304,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
   if (twin) {
     // 1. idempotency: a replay must never have a second effect, whatever else has changed.
     auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
-    if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
+    if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
     answer_replay(r, *g, out);
     // A retry after a crash between the claim's commit and its delivery finishes the delivery.
     if (out.status == Status::replayed && g->state == GrantState::init && r.deliver && !r.dry_run)

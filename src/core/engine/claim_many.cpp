@@ -125,7 +125,7 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
       } else {
         // 1. idempotency: the grant an earlier run (or a twin) made for this biz_id is the answer.
         auto g = find_grant_by_biz(tx, r.biz_id);
-        if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
+        if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
         answer_replay(r, *g, out);
       }
     }

@@ -14,7 +14,7 @@ CompleteOutcome complete(store::Store& st, const std::string& bill_no, bool ok, 
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = CompleteOutcome{};
     auto found = find_grant_by_bill(tx, bill_no);
-    if (!found) throw Error(Exit::not_found, "no grant with bill number '" + bill_no + "'");
+    if (!found) throw Error(Errc::not_found, "no grant with bill number '" + bill_no + "'");
     const GrantView& g = *found;
     out.grant = g;
     out.state = name(g.state);

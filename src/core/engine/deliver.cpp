@@ -32,7 +32,7 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
   {
     out = DeliveryOutcome{};
     tgt = load_delivery_target(tx, grant_id);
-    if (!tgt) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
+    if (!tgt) throw Error(Errc::internal, "grant " + std::to_string(grant_id) + " not found for delivery");
     out.state = tgt->state;
     GrantState from = tgt->state;
     if (from == GrantState::issuing) {
@@ -47,7 +47,7 @@ bool Engine::deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p) {
     }
     p.ch = channel(tgt->channel);
     if (!p.ch)
-      throw Error(Exit::config, "grant " + tgt->record_code + " is delivered by channel '" + tgt->channel +
+      throw Error(Errc::config, "grant " + tgt->record_code + " is delivered by channel '" + tgt->channel +
                                     "', which is not configured on this host: add [channels." + tgt->channel + "]");
     if (!transition(tx, tgt->id, from, GrantState::issuing, actor, "deliver via " + tgt->channel, now))
       return false;

@@ -102,7 +102,7 @@ bool Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> bloc
     return true;
   }
   auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
-  if (!g) throw Error(Exit::temp_fail, "biz_id " + r.biz_id + " was held but its grant is gone: try again");
+  if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " was held but its grant is gone: try again");
   if (twin) {
     out.reason.clear();
     answer_replay(r, *g, out);
@@ -120,7 +120,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
       "g.prize_id FROM grants g JOIN activity a ON a.id = g.activity_id LEFT JOIN prize p ON p.id = g.prize_id "
       "WHERE g.id = $1",
       {grant_id});
-  if (h.empty()) throw Error(Exit::internal, "held grant " + std::to_string(grant_id) + " not found");
+  if (h.empty()) throw Error(Errc::internal, "held grant " + std::to_string(grant_id) + " not found");
   const auto& x = h[0];
   res.record_code = x.str(0);
   res.state = x.str(7);

@@ -10,8 +10,8 @@ const char* const kAccountUpsert =
     "updated_at = excluded.updated_at WHERE ledger_account.balance <= 9223372036854775807 - excluded.balance";
 
 void balance_overflow(const std::string& user, const std::string& asset, int64_t amount) {
-  throw Error(Exit::data, "user " + user + "'s balance of " + asset + " plus " + std::to_string(amount) +
-                              " would pass 2^63-1: nothing credited");
+  throw Error(Errc::bad_input, "user " + user + "'s balance of " + asset + " plus " + std::to_string(amount) +
+                                   " would pass 2^63-1: nothing credited");
 }
 
 std::string ledger_asset(const std::string& item_kind, const std::string& item_code) {

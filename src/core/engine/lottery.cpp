@@ -12,8 +12,8 @@ WeightedPool::WeightedPool(const std::vector<int64_t>& weights) {
   prefix_.reserve(weights.size());
   int64_t sum = 0;
   for (int64_t w : weights) {
-    if (w < 0) throw Error(Exit::internal, "negative lottery weight");
-    if (__builtin_add_overflow(sum, w, &sum)) throw Error(Exit::data, "lottery weights sum beyond 64 bits");
+    if (w < 0) throw Error(Errc::internal, "negative lottery weight");
+    if (__builtin_add_overflow(sum, w, &sum)) throw Error(Errc::bad_input, "lottery weights sum beyond 64 bits");
     prefix_.push_back(sum);
   }
 }

@@ -14,7 +14,7 @@ GivenBack give_back(store::Session& tx, int64_t grant_id) {
       "(SELECT count(*) FROM budget b WHERE b.activity_id = g.activity_id) "
       "FROM grants g JOIN activity a ON a.id = g.activity_id JOIN prize p ON p.id = g.prize_id WHERE g.id = $1",
       {grant_id});
-  if (info.empty()) throw Error(Exit::internal, "grant " + std::to_string(grant_id) + " not found to give back");
+  if (info.empty()) throw Error(Errc::internal, "grant " + std::to_string(grant_id) + " not found to give back");
   const auto& x = info[0];
   const int64_t activity_id = x.i64(0), prize_id = x.i64(1), cost = x.i64(10);
   const std::string user = x.str(9), tz = x.str(3);

@@ -15,7 +15,7 @@ ReverseOutcome reverse(store::Store& st, const std::string& record_code, const s
   st.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = ReverseOutcome{};
     auto g = find_grant(tx, record_code);
-    if (!g) throw Error(Exit::not_found, "no grant with record code '" + record_code + "'");
+    if (!g) throw Error(Errc::not_found, "no grant with record code '" + record_code + "'");
     out.grant = g;
     out.state = name(g->state);
     if (request_id) {

@@ -44,23 +44,23 @@ Fault classify_sqlite(int ext, bool interrupted) {
   }
 }
 
-Exit fault_exit(Fault f) {
+Errc fault_errc(Fault f) {
   switch (f) {
     case Fault::retry:
-    case Fault::unavailable: return Exit::unavailable;
+    case Fault::unavailable: return Errc::unavailable;
     case Fault::unique:
-    case Fault::bug: return Exit::internal;
-    case Fault::no_perm: return Exit::no_perm;
-    case Fault::data: return Exit::data;
-    case Fault::interrupted: return Exit::interrupted;
+    case Fault::bug: return Errc::internal;
+    case Fault::no_perm: return Errc::not_permitted;
+    case Fault::data: return Errc::bad_input;
+    case Fault::interrupted: return Errc::interrupted;
   }
-  return Exit::internal;
+  return Errc::internal;
 }
 
 void throw_fault(Fault f, const std::string& message) {
   if (f == Fault::retry) throw Retryable(message);
   if (f == Fault::unique) throw UniqueViolation(message);
-  throw Error(fault_exit(f), message);
+  throw Error(fault_errc(f), message);
 }
 
 }  // namespace rc::store

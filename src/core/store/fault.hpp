@@ -26,10 +26,10 @@ Fault classify_sqlstate(const std::string& sqlstate, bool interrupted);
 // SQLite: by the (extended) result code.
 Fault classify_sqlite(int extended_code, bool interrupted);
 
-// The exit code of a fault (retry: what is left when retries are used up).
-Exit fault_exit(Fault f);
+// The error kind of a fault (retry: what is left when retries are used up).
+Errc fault_errc(Fault f);
 
-// Throws the typed error for a fault: Retryable, UniqueViolation, or Error(fault_exit(f), message).
+// Throws the typed error for a fault: Retryable, UniqueViolation, or Error(fault_errc(f), message).
 [[noreturn]] void throw_fault(Fault f, const std::string& message);
 
 }  // namespace rc::store

@@ -66,7 +66,7 @@ std::vector<std::string> migrate(Store& s, Millis now) {
     tx.exec_script(kCreateTable);
     auto st = compute(tx.dialect(), read_applied(tx));
     if (st.newer())
-      throw Error(Exit::config, "the database schema is at version " + std::to_string(st.current) +
+      throw Error(Errc::config, "the database schema is at version " + std::to_string(st.current) +
                                     ", newer than this rewardctl knows (" + std::to_string(st.latest) +
                                     "): upgrade rewardctl");
     for (auto* m : known(tx.dialect())) {
@@ -86,11 +86,11 @@ void require_current_schema(Store& s) {
     spdlog::warn("migration {} changed after it was applied to {}: the schema may differ from this binary's", m,
                  s.describe());
   if (st.newer())
-    throw Error(Exit::config, "the database schema (version " + std::to_string(st.current) +
+    throw Error(Errc::config, "the database schema (version " + std::to_string(st.current) +
                                   ") is newer than this rewardctl knows (" + std::to_string(st.latest) +
                                   "): upgrade rewardctl");
   if (!st.pending.empty())
-    throw Error(Exit::config, std::to_string(st.pending.size()) + " migration(s) pending on " + s.describe() +
+    throw Error(Errc::config, std::to_string(st.pending.size()) + " migration(s) pending on " + s.describe() +
                                   ": run `rewardctl db migrate` first");
 }
 

@@ -22,16 +22,16 @@ int64_t Row::i64(size_t i) const {
       if (pos == s->size()) return r;
     } catch (const std::exception&) {
     }
-    throw Error(Exit::internal, "column " + std::to_string(i) + " is not an integer: '" + *s + "'");
+    throw Error(Errc::internal, "column " + std::to_string(i) + " is not an integer: '" + *s + "'");
   }
-  throw Error(Exit::internal, "column " + std::to_string(i) + " is NULL where an integer was expected");
+  throw Error(Errc::internal, "column " + std::to_string(i) + " is NULL where an integer was expected");
 }
 
 std::string Row::str(size_t i) const {
   const Value& v = cells.at(i);
   if (auto s = std::get_if<std::string>(&v)) return *s;
   if (auto p = std::get_if<int64_t>(&v)) return std::to_string(*p);
-  throw Error(Exit::internal, "column " + std::to_string(i) + " is NULL where text was expected");
+  throw Error(Errc::internal, "column " + std::to_string(i) + " is NULL where text was expected");
 }
 
 std::optional<int64_t> Row::opt_i64(size_t i) const {
@@ -50,16 +50,16 @@ Dsn parse_dsn(const std::string& url, const std::string& source) {
   if (url.rfind("sqlite:", 0) == 0) {
     std::string path = url.substr(7);
     if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/path
-    if (path.empty()) throw Error(Exit::config, "empty SQLite path in " + source + ": use sqlite:PATH");
+    if (path.empty()) throw Error(Errc::config, "empty SQLite path in " + source + ": use sqlite:PATH");
     return {Dialect::sqlite, path};
   }
   if (url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0) return {Dialect::postgres, url};
   auto colon = url.find("://");
   if (colon != std::string::npos)
-    throw Error(Exit::config, "unknown database scheme '" + url.substr(0, colon) + "' in " + source +
+    throw Error(Errc::config, "unknown database scheme '" + url.substr(0, colon) + "' in " + source +
                                   ": use sqlite:PATH or postgresql://...");
   if (url.find('=') != std::string::npos) return {Dialect::postgres, url};  // libpq conninfo
-  throw Error(Exit::config, "cannot tell the database kind of '" + url + "' in " + source +
+  throw Error(Errc::config, "cannot tell the database kind of '" + url + "' in " + source +
                                 ": use sqlite:PATH, postgresql://... or a conninfo such as 'host=h dbname=d'");
 }
 
@@ -81,7 +81,7 @@ Result Store::query(const std::string& sql, const Params& params) {
 void Store::before_retry(int attempt, const std::string& why) {
   check_interrupted();  // a signal ends the retrying too (exit 130)
   if (attempt >= max_retries_)
-    throw Error(Exit::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
+    throw Error(Errc::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
   ++retries_;
   retry_backoff(attempt + 1);
 }

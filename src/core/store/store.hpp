@@ -51,12 +51,12 @@ struct Result {
 // A unique-key conflict. Thrown so that callers can tell "a concurrent twin won" from a failure.
 class UniqueViolation : public Error {
  public:
-  explicit UniqueViolation(const std::string& m) : Error(Exit::internal, m) {}
+  explicit UniqueViolation(const std::string& m) : Error(Errc::internal, m) {}
 };
 // Busy, serialization failure or deadlock: the transaction is retried by Store::transact.
 class Retryable : public Error {
  public:
-  explicit Retryable(const std::string& m) : Error(Exit::unavailable, m) {}
+  explicit Retryable(const std::string& m) : Error(Errc::unavailable, m) {}
 };
 
 class Session {

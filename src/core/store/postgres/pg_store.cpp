@@ -64,14 +64,14 @@ std::string sqlstate_of(const std::exception& ex) {
     throw_fault(f, msg);
   }
   if (dynamic_cast<const pqxx::broken_connection*>(&ex))
-    throw Error(Exit::unavailable, "lost the PostgreSQL connection: " + first_line(ex.what()));
+    throw Error(Errc::unavailable, "lost the PostgreSQL connection: " + first_line(ex.what()));
   if (dynamic_cast<const pqxx::in_doubt_error*>(&ex))
-    throw Error(Exit::unavailable, "PostgreSQL commit outcome unknown (connection lost during COMMIT): " +
+    throw Error(Errc::unavailable, "PostgreSQL commit outcome unknown (connection lost during COMMIT): " +
                                        first_line(ex.what()));
   // a pqxx::failure without a SQLSTATE is the transport (a COPY stream, a lost socket), not our SQL
   if (dynamic_cast<const pqxx::failure*>(&ex))
-    throw Error(Exit::unavailable, "PostgreSQL connection failed: " + first_line(ex.what()));
-  throw Error(Exit::internal, std::string("PostgreSQL: ") + first_line(ex.what()));
+    throw Error(Errc::unavailable, "PostgreSQL connection failed: " + first_line(ex.what()));
+  throw Error(Errc::internal, std::string("PostgreSQL: ") + first_line(ex.what()));
 }
 
 Result convert(const pqxx::result& r) {
@@ -179,7 +179,7 @@ class PgBulk : public BulkWriter {
   PgBulk(pqxx::transaction_base& t, const std::string& table, const std::vector<std::string>& cols)
       : stream_(t, table, cols), ncol_(cols.size()) {}
   void write_row(const std::vector<std::optional<std::string>>& row) override {
-    if (row.size() != ncol_) throw Error(Exit::internal, "COPY row has the wrong number of columns");
+    if (row.size() != ncol_) throw Error(Errc::internal, "COPY row has the wrong number of columns");
     try {
       switch (ncol_) {
         case 1: put<1>(row); break;
@@ -192,7 +192,7 @@ class PgBulk : public BulkWriter {
         case 8: put<8>(row); break;
         case 9: put<9>(row); break;
         case 10: put<10>(row); break;
-        default: throw Error(Exit::internal, "COPY supports 1 to 10 columns");
+        default: throw Error(Errc::internal, "COPY supports 1 to 10 columns");
       }
     } catch (const Error&) {
       throw;
@@ -226,7 +226,7 @@ class PgStore : public Store {
     try {
       conn_ = std::make_unique<pqxx::connection>(conninfo);
     } catch (const std::exception& e) {
-      throw Error(Exit::unavailable, "cannot connect to PostgreSQL: " + first_line(e.what()) +
+      throw Error(Errc::unavailable, "cannot connect to PostgreSQL: " + first_line(e.what()) +
                                          " (check --db, REWARDCTL_DB or PGHOST/PGPORT/PGSERVICE)");
     }
     desc_ = "postgresql host=" + std::string(conn_->hostname() ? conn_->hostname() : "") +

@@ -151,12 +151,12 @@ class SqliteStore : public Store {
     struct stat sb;
     bool exists = ::stat(path.c_str(), &sb) == 0;
     if (!exists && !o.create_if_missing)
-      throw Error(Exit::config, "database sqlite:" + path + " does not exist: run `rewardctl db migrate` to create it");
+      throw Error(Errc::config, "database sqlite:" + path + " does not exist: run `rewardctl db migrate` to create it");
     auto slash = path.rfind('/');
     if (!exists && slash != std::string::npos && slash > 0) {
       std::string dir = path.substr(0, slash);
       if (::stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
-        throw Error(Exit::unavailable,
+        throw Error(Errc::unavailable,
                     "cannot create database sqlite:" + path + ": directory " + dir + " does not exist");
     }
     // Another owner's file (or mode 444): read-only commands read it, writing ones get exit 77.
@@ -185,8 +185,8 @@ class SqliteStore : public Store {
       db_->exec("PRAGMA synchronous=FULL");  // money: a commit survives power loss
     } catch (const SQLite::Exception& e) {
       if (is_busy(e.getErrorCode()))
-        throw Error(Exit::temp_fail, "database sqlite:" + path + " is locked by another process: try again");
-      throw Error(Exit::unavailable, "cannot open database sqlite:" + path + ": " + e.what());
+        throw Error(Errc::busy, "database sqlite:" + path + " is locked by another process: try again");
+      throw Error(Errc::unavailable, "cannot open database sqlite:" + path + ": " + e.what());
     }
     on_interrupt();
   }
@@ -261,8 +261,8 @@ class SqliteStore : public Store {
   // the file itself then holds every commit, and it is read as immutable.
   void open_read_only() {
     if (::access(path_.c_str(), R_OK) != 0)
-      throw Error(Exit::no_perm, "cannot read database sqlite:" + path_ + " (" + owner_and_mode(path_) +
-                                     "): run as its owner, or give this user read access");
+      throw Error(Errc::not_permitted, "cannot read database sqlite:" + path_ + " (" + owner_and_mode(path_) +
+                                           "): run as its owner, or give this user read access");
     auto probe = [this] { db_->execAndGet("SELECT count(*) FROM sqlite_master"); };
     try {
       db_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY, opts_.busy_timeout_ms);
@@ -281,8 +281,8 @@ class SqliteStore : public Store {
       db_->exec("PRAGMA foreign_keys=ON");
     } catch (const SQLite::Exception& e) {
       if (is_busy(e.getErrorCode()))
-        throw Error(Exit::temp_fail, "database sqlite:" + path_ + " is locked by another process: try again");
-      throw Error(Exit::unavailable, "cannot open the read-only database sqlite:" + path_ + " (" +
+        throw Error(Errc::busy, "database sqlite:" + path_ + " is locked by another process: try again");
+      throw Error(Errc::unavailable, "cannot open the read-only database sqlite:" + path_ + " (" +
                                          owner_and_mode(path_) + "): " + e.what());
     }
     on_interrupt();
