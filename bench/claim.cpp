@@ -10,7 +10,11 @@
 // table, or with -o json one JSON object per cell; the ratios are what to compare between runs
 // (absolute figures depend on the machine).
 //
-//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [-o json]
+//   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [--pg-stats]
+//               [-o json]
+// --pg-stats: on PostgreSQL, also what pg_stat_statements says the server ran per claim in the
+// core+ledger and raw-equiv cells (statements, which are round trips, and execution time), with the
+// heaviest statements; the server must preload pg_stat_statements (the bench creates the extension).
 // --ladder: instead, the cost of the budget ladder - the same claims on an activity with a budget,
 // without and with a ladder (thresholds never reached), 16 stock buckets; ratio ladder / budget.
 // PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG (or start one with scripts/pgtmp.sh).
@@ -45,6 +49,7 @@ struct Target {
 };
 
 double g_seconds = 3.0;
+int64_t g_last_done = 0;  // the successes of the last measure()
 
 constexpr int64_t kBudgetCents = 1000000000000000;
 
@@ -142,6 +147,7 @@ double measure(int workers, Setup setup) {
   stop = true;
   for (auto& t : ts) t.join();
   double secs = std::chrono::duration<double>(Clk::now() - t0).count();
+  g_last_done = done;
   return double(done) / secs;
 }
 
@@ -229,6 +235,43 @@ double run_raw_equivalent(const Target& t, int workers, bool spread) {
   });
 }
 
+// What the server ran for one cell, per successful claim, from pg_stat_statements (reset before the
+// cell; the bench's own statements and the workers' session setup are a negligible part).
+struct ServerCost {
+  double statements = 0, exec_ms = 0;
+  std::vector<std::tuple<std::string, double, double>> top;  // query, calls per claim, ms per claim
+};
+void stats_reset(const std::string& pg) {
+  auto s = store::open_postgres(pg, {});
+  s->exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+  s->exec("SELECT pg_stat_statements_reset()");
+}
+ServerCost stats_read(const std::string& pg, int64_t claims) {
+  ServerCost c;
+  if (claims <= 0) return c;
+  auto rows = store::open_postgres(pg, {})->autocommit().query(
+      "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls, CAST(round(CAST(total_exec_time * 1000 AS NUMERIC)) "
+      "AS BIGINT) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC",
+      {});
+  for (auto& r : rows.rows) {
+    const double calls = double(r.i64(1)) / double(claims), ms = double(r.i64(2)) / 1000.0 / double(claims);
+    c.statements += calls;
+    c.exec_ms += ms;
+    if (c.top.size() < 6) c.top.emplace_back(r.str(0).substr(0, 90), calls, ms);
+  }
+  return c;
+}
+void print_cost(const char* cell, const ServerCost& c, bool json, const std::string& scenario, int workers) {
+  if (json) {
+    std::printf("{\"pg_stats\":\"%s\",\"scenario\":\"%s\",\"workers\":%d,\"statements_per_claim\":%.2f,"
+                "\"exec_ms_per_claim\":%.4f}\n",
+                cell, scenario.c_str(), workers, c.statements, c.exec_ms);
+    return;
+  }
+  std::printf("    %-11s per claim: %5.2f statements, %.3f ms executing on the server\n", cell, c.statements, c.exec_ms);
+  for (auto& [q, calls, ms] : c.top) std::printf("      %5.2f x %.3f ms  %s\n", calls, ms, q.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,7 +279,7 @@ int main(int argc, char** argv) {
   std::string pg;
   if (const char* e = std::getenv("REWARDCTL_BENCH_PG")) pg = e;
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;
-  bool do_pg = true, do_sqlite = true, ladder = false, json = false;
+  bool do_pg = true, do_sqlite = true, ladder = false, json = false, pg_stats = false;
   std::vector<int> workers{1, 4, 16};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -245,6 +288,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-pg") do_pg = false;
     else if (a == "--no-sqlite") do_sqlite = false;
     else if (a == "--ladder") ladder = true;
+    else if (a == "--pg-stats") pg_stats = true;
     else if ((a == "-o" || a == "--output") && i + 1 < argc && std::string(argv[i + 1]) == "json") json = (++i, true);
     else if (a == "--workers" && i + 1 < argc) {
       workers.clear();
@@ -253,7 +297,7 @@ int main(int argc, char** argv) {
       while (std::getline(ss, x, ',')) workers.push_back(std::atoi(x.c_str()));
     } else {
       std::fprintf(stderr,
-                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] "
+                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [--pg-stats] "
                    "[-o json]\n");
       return 64;
     }
@@ -303,8 +347,13 @@ int main(int argc, char** argv) {
         auto t = fresh(b, pg, buckets, run++, "limited");
         double raw = run_raw(t, w, buckets > 1);
         double core = run_core(t, w, false);
+        const bool stats = pg_stats && b == "postgres";
+        if (stats) stats_reset(pg);
         double req = run_raw_equivalent(t, w, buckets > 1);
+        ServerCost req_cost, full_cost;
+        if (stats) req_cost = stats_read(pg, g_last_done), stats_reset(pg);
         double full = run_core(t, w, true);
+        if (stats) full_cost = stats_read(pg, g_last_done);
         drop(t, pg);
         if (buckets == 1) raw_hot[{b, w}] = raw;
         double hot = raw_hot[{b, w}];
@@ -317,6 +366,10 @@ int main(int argc, char** argv) {
         else
           std::printf("%-9s %-17s %7d %9.0f %9.0f %13.0f %12.0f %11.2f %9.2f %14.2f\n", b.c_str(), scenario, w, core,
                       raw, full, req, req > 0 ? full / req : 0, raw > 0 ? core / raw : 0, hot > 0 ? core / hot : 0);
+        if (stats) {
+          print_cost("raw-equiv", req_cost, json, scenario, w);
+          print_cost("core+ledger", full_cost, json, scenario, w);
+        }
         std::fflush(stdout);
       }
     }
