@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/interrupt.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -79,7 +80,60 @@ bool wait_for(const std::function<bool()>& pred, int seconds = 120) {
   return false;
 }
 
+// In a child process (the signal flag is process-wide): a store of its own with
+// cancel_on_signal(cancel) runs a statement that takes seconds, and the process sends itself
+// SIGTERM 150 ms after the statement started. Exit: 0 the statement completed after the signal,
+// 130 it was stopped (Error interrupted), 3 it completed before the signal came (no verdict),
+// 4 another error. REQUIRES: this process has opened no store yet (the child must start the
+// interrupt watcher thread itself: a fork keeps no thread of its parent).
+int statement_under_sigterm(const std::string& url, bool cancel) {
+  const std::string sql = is_pg() ? "SELECT pg_sleep(4)"
+                                  : "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40000000) "
+                                    "SELECT count(*) FROM c";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int code = 4;
+    try {
+      rc::install_interrupt_handlers();
+      rc::store::StoreOptions o;
+      o.create_if_missing = true;
+      auto st = rc::store::open_store(rc::store::parse_dsn(url, "test"), o);
+      st->cancel_on_signal(cancel);
+      std::atomic<bool> raised{false};
+      std::thread t([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        raised = true;
+        kill(getpid(), SIGTERM);
+      });
+      try {
+        st->query(sql);
+        code = raised ? 0 : 3;
+      } catch (const rc::Error& e) {
+        code = e.code() == rc::Exit::interrupted ? 130 : 4;
+      }
+      t.join();
+    } catch (...) {
+      code = 4;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return exit_code(status);
+}
+
 }  // namespace
+
+TEST_CASE("faults: SIGTERM stops a store's statement in progress, and not once cancel_on_signal is off") {
+  // (before any store of this process: see statement_under_sigterm)
+  const char* pg = std::getenv("REWARDCTL_TEST_PG");
+  const std::string url = is_pg() ? std::string(pg ? pg : "") : "sqlite:" + make_temp_dir() + "/sigterm.db";
+  REQUIRE(!url.empty());
+  // on (as opened): the statement is stopped and its error says interrupted
+  CHECK(statement_under_sigterm(url, true) == 130);
+  // off (a job's record after its work stopped on a signal): the same statement runs to its end
+  CHECK(statement_under_sigterm(url, false) == 0);
+}
 
 TEST_CASE("faults: a database this user may only read - reads work, writes exit 77 naming why, nothing written") {
   TestDb db;

@@ -124,12 +124,26 @@ class Store {
   // would not run anything beside this one (SQLite). Throws like open_store when the database
   // cannot be reached. Not thread-safe itself: called from the thread that owns this store.
   virtual Store* companion(size_t) { return nullptr; }
+  // Whether SIGINT/SIGTERM stop this store's work (on from open): they cancel the statement in
+  // progress (PostgreSQL: libpq's cancel request; SQLite: sqlite3_interrupt; core/interrupt.hpp),
+  // end a wait for another process's lock, and end retrying. Off for the bookkeeping a command does
+  // once its work has stopped on a signal (recording the run, releasing its lease): a cancel sent for
+  // the work's last statement can arrive after that statement ended, and must not stop the record
+  // instead. Turning it off returns once no cancel of this store is under way (one that reaches an
+  // idle session is dropped: by the PostgreSQL server; by SQLite, with no statement running).
+  void cancel_on_signal(bool on) {
+    cancel_on_signal_ = on;
+    cancel_changed(on);
+  }
 
  protected:
   explicit Store(int max_retries) : max_retries_(max_retries) {}
   // Called before sleeping for retry `attempt` (0-based) after `why`; throws Error(unavailable)
   // once the configured number of retries is used up.
   void before_retry(int attempt, const std::string& why);
+  // Registers (on) or removes (off) the store's interrupt action; off waits for one under way.
+  virtual void cancel_changed(bool) {}
+  bool cancel_on_signal_ = true;
 
  private:
   int max_retries_;

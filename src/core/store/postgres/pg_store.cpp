@@ -243,9 +243,18 @@ class PgStore : public Store {
     // (PQgetCancel + PQcancel, made for use from another thread) goes to the server on its own
     // socket, addressed by this session's backend key, which a connection pooler routes too;
     // PQgetCancel only reads what the connection fixed when it was opened.
-    cancel_action_ = add_interrupt_action([c = conn_.get()] { c->cancel_query(); });
+    cancel_changed(true);
   }
   ~PgStore() override { remove_interrupt_action(cancel_action_); }
+  // (remove_interrupt_action waits for a cancel request under way: the actions run under its lock)
+  void cancel_changed(bool on) override {
+    if (!on) {
+      remove_interrupt_action(cancel_action_);
+      cancel_action_ = 0;
+    } else if (!cancel_action_) {
+      cancel_action_ = add_interrupt_action([c = conn_.get()] { c->cancel_query(); });
+    }
+  }
 
   Dialect dialect() const override { return Dialect::postgres; }
   std::string describe() const override { return desc_; }

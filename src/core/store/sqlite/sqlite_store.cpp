@@ -237,9 +237,18 @@ class SqliteStore : public Store {
   // SIGINT/SIGTERM stop the statement in progress (sqlite3_interrupt is safe from another thread)
   // and a wait for another process's lock (SQLite's own busy handler only watches the clock).
   void on_interrupt() {
-    sqlite3* h = db_->getHandle();
-    interrupt_action_ = add_interrupt_action([h] { sqlite3_interrupt(h); });
-    sqlite3_busy_handler(h, &SqliteStore::on_busy, this);
+    cancel_changed(true);
+    sqlite3_busy_handler(db_->getHandle(), &SqliteStore::on_busy, this);
+  }
+  // (remove_interrupt_action waits for an interrupt under way: the actions run under its lock)
+  void cancel_changed(bool on) override {
+    if (!on) {
+      remove_interrupt_action(interrupt_action_);
+      interrupt_action_ = 0;
+    } else if (!interrupt_action_) {
+      sqlite3* h = db_->getHandle();
+      interrupt_action_ = add_interrupt_action([h] { sqlite3_interrupt(h); });
+    }
   }
 
   // Waits for a lock up to the busy timeout in steps of at most 20 ms; 0 = give up (SQLITE_BUSY).
@@ -247,7 +256,7 @@ class SqliteStore : public Store {
     auto* s = static_cast<SqliteStore*>(self);
     auto now = std::chrono::steady_clock::now();
     if (count == 0) s->busy_since_ = now;
-    if (interrupted()) return 0;
+    if (s->cancel_on_signal_ && interrupted()) return 0;
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - s->busy_since_).count();
     if (waited >= s->opts_.busy_timeout_ms) return 0;
     int step = count < 4 ? 1 << count : 20;  // 1, 2, 4, 8, then 20 ms
