@@ -149,7 +149,12 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
       const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
       auto [sql, params] = bind_named(part ? c.more_sql[part - 1] : own ? c.sqlite_sql : c.sql, values);
       spdlog::trace("reconcile check {} ({}): {}", c.info.name, part, sql);
+      const bool tuned = part == 0 && tx.dialect() == store::Dialect::postgres && !c.pg_settings.empty();
+      if (tuned)  // (names and values are the table's own constants, never input)
+        for (auto& [name, value] : c.pg_settings) tx.exec_script("SET LOCAL " + name + " = " + value);
       auto r = tx.query(sql, params);
+      if (tuned)
+        for (auto& [name, value] : c.pg_settings) tx.exec_script("SET LOCAL " + name + " TO DEFAULT");
       auto& out = q.diffs[slot];
       for (auto& row : r.rows) {
         Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};

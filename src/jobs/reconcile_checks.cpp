@@ -406,7 +406,7 @@ const std::vector<Check> kChecks = {
     {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits, kLimitsSqlite, {}, 1},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
-     status_log_postgres(), kChainSqlite + kStatusLogTail, {}, 3},
+     status_log_postgres(), kChainSqlite + kStatusLogTail, {}, 3, {{"enable_hashjoin", "off"}}},
     {{"list_items", "each list-issue item agrees with its grant (pending, held, issued, rejected, cancelled)"},
      kListItems},
 };
