@@ -13,7 +13,8 @@
 //   bench/claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [--pg-stats]
 //               [-o json]
 // --pg-stats: on PostgreSQL, also what pg_stat_statements says the server ran per claim in the
-// core+ledger and raw-equiv cells (statements, which are round trips, and execution time), with the
+// core+ledger and raw-equiv cells (statements - each one round trip, as both send one statement per
+// call, BEGIN and COMMIT included - and execution time, lock waits included), with the
 // heaviest statements; the server must preload pg_stat_statements (the bench creates the extension).
 // --ladder: instead, the cost of the budget ladder - the same claims on an activity with a budget,
 // without and with a ladder (thresholds never reached), 16 stock buckets; ratio ladder / budget.
@@ -235,8 +236,11 @@ double run_raw_equivalent(const Target& t, int workers, bool spread) {
   });
 }
 
-// What the server ran for one cell, per successful claim, from pg_stat_statements (reset before the
-// cell; the bench's own statements and the workers' session setup are a negligible part).
+// What the server ran for one cell, per successful claim, from pg_stat_statements (this user's
+// statements in this database, reset before the cell; the workers' session setup is a negligible
+// part). Execution time includes waiting for row locks (at 16 workers on one hot row, mostly that)
+// and excludes planning; statements that failed are not counted, and those of a claim that was
+// refused or retried are counted against the claims that succeeded.
 struct ServerCost {
   double statements = 0, exec_ms = 0;
   std::vector<std::tuple<std::string, double, double>> top;  // query, calls per claim, ms per claim
@@ -244,14 +248,18 @@ struct ServerCost {
 void stats_reset(const std::string& pg) {
   auto s = store::open_postgres(pg, {});
   s->exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-  s->exec("SELECT pg_stat_statements_reset()");
+  // (only this user's statements in this database: a suite or another bench on the same server keeps its own)
+  s->exec("SELECT pg_stat_statements_reset((SELECT oid FROM pg_roles WHERE rolname = current_user), "
+          "(SELECT oid FROM pg_database WHERE datname = current_database()), 0)");
 }
 ServerCost stats_read(const std::string& pg, int64_t claims) {
   ServerCost c;
   if (claims <= 0) return c;
   auto rows = store::open_postgres(pg, {})->autocommit().query(
       "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls, CAST(round(CAST(total_exec_time * 1000 AS NUMERIC)) "
-      "AS BIGINT) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC",
+      "AS BIGINT) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND userid = (SELECT oid FROM pg_roles "
+      "WHERE rolname = current_user) AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+      "ORDER BY total_exec_time DESC",
       {});
   for (auto& r : rows.rows) {
     const double calls = double(r.i64(1)) / double(claims), ms = double(r.i64(2)) / 1000.0 / double(claims);

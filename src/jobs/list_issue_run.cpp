@@ -451,6 +451,9 @@ RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
       for (auto& s : stores) threads.emplace_back(body, std::ref(*s));
       body(st);
       for (auto& t : threads) t.join();
+      // The workers are done: what follows on st is bookkeeping, which a cancel sent for a worker's
+      // last statement must not stop (Store::cancel_on_signal).
+      store::SignalsSpare spare(st);
       sh.progress.finish();
       if (sh.error) {
         try {

@@ -149,12 +149,17 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
       const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
       auto [sql, params] = bind_named(part ? c.more_sql[part - 1] : own ? c.sqlite_sql : c.sql, values);
       spdlog::trace("reconcile check {} ({}): {}", c.info.name, part, sql);
+      // (set_config(..., true) is SET LOCAL: it ends with the transaction, and the value the
+      // transaction had before is put back after the query)
+      std::vector<std::string> saved;
       const bool tuned = part == 0 && tx.dialect() == store::Dialect::postgres && !c.pg_settings.empty();
-      if (tuned)  // (names and values are the table's own constants, never input)
-        for (auto& [name, value] : c.pg_settings) tx.exec_script("SET LOCAL " + name + " = " + value);
+      if (tuned)
+        for (auto& [name, value] : c.pg_settings)
+          saved.push_back(tx.query("SELECT current_setting($1), set_config($1, $2, true)", {name, value})[0].str(0));
       auto r = tx.query(sql, params);
       if (tuned)
-        for (auto& [name, value] : c.pg_settings) tx.exec_script("SET LOCAL " + name + " TO DEFAULT");
+        for (size_t i = 0; i < c.pg_settings.size(); ++i)
+          tx.query("SELECT set_config($1, $2, true)", {c.pg_settings[i].first, saved[i]});
       auto& out = q.diffs[slot];
       for (auto& row : r.rows) {
         Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};
@@ -293,6 +298,7 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
   try {
     rep.diffs = find_diffs(st, o, rep.started_at, nullptr, &rep.skipped);
   } catch (...) {
+    store::SignalsSpare spare(st);  // (the record of the run: see Store::cancel_on_signal)
     if (rep.run_id) {
       try {
         st.exec("UPDATE reconcile_run SET state = 'failed', finished_at = $2 WHERE id = $1 AND state = 'running'",
@@ -303,6 +309,9 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
     throw;
   }
   rep.finished_at = clock.now_ms();
+  // The checks are over (a signal skipped the rest of them): a cancel sent for the last one's query
+  // must not stop the record of the run (Store::cancel_on_signal).
+  store::SignalsSpare spare(st);
   if (rep.run_id) {
     st.transact(store::TxMode::write, [&](store::Tx& tx) {
       for (auto& d : rep.diffs)

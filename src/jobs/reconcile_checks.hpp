@@ -21,8 +21,8 @@ struct Check {
   // run's checks are side by side, the heaviest queries are taken first (then the table's order),
   // so that no connection is left with a long query after the others have finished.
   int weight = 0;
-  // PostgreSQL planner settings for sql alone ("name" -> "value", SET LOCAL before it, back to the
-  // transaction's value after): where the planner's estimate picks a plan measured to be slower
+  // PostgreSQL planner settings for sql alone (name, value: set for the transaction before it, and
+  // the transaction's earlier value put back after): where the planner's estimate picks a plan measured to be slower
   // (status_log: the window's output is already in record order, and a merge join with the records'
   // primary key beats hashing a million records, which the planner, guessing 2.5 rows out of 3 pass
   // the window's filter where 1 does, never chooses).

@@ -181,11 +181,7 @@ class Runner {
     // 3. the record, then the lease goes (with `leases`). A signal no longer cancels statements: a
     // cancel request sent for the work's last statement and arriving late would cancel the record
     // and leave the run 'running' with its lease rows behind.
-    st.cancel_on_signal(false);
-    struct Rearm {
-      store::Store& st;
-      ~Rearm() { st.cancel_on_signal(true); }
-    } rearm{st};
+    store::SignalsSpare spare(st);
     if (!o.dry_run) {
       try {
         st.transact(store::TxMode::write, [&](store::Tx& tx) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -80,16 +81,26 @@ bool wait_for(const std::function<bool()>& pred, int seconds = 120) {
   return false;
 }
 
-// In a child process (the signal flag is process-wide): a store of its own with
-// cancel_on_signal(cancel) runs a statement that takes seconds, and the process sends itself
-// SIGTERM 150 ms after the statement started. Exit: 0 the statement completed after the signal,
-// 130 it was stopped (Error interrupted), 3 it completed before the signal came (no verdict),
-// 4 another error. REQUIRES: this process has opened no store yet (the child must start the
-// interrupt watcher thread itself: a fork keeps no thread of its parent).
-int statement_under_sigterm(const std::string& url, bool cancel) {
-  const std::string sql = is_pg() ? "SELECT pg_sleep(4)"
+// How a child process meets SIGTERM with a store of its own (statement_under_sigterm).
+enum class Meet {
+  running,       // cancel_on_signal on (as opened): SIGTERM every 100 ms while a long statement runs
+  spared,        // the same with cancel_on_signal(false)
+  idle_then_off  // on; one SIGTERM while the session is idle, 300 ms, off, then a statement
+};
+
+// In a child process (the signal flag is process-wide). Exit: 0 the statement completed (for
+// running/spared: after at least one signal came while it ran), 130 it was stopped (Error
+// interrupted), 3 no signal came while it ran (no verdict), 4 another error.
+// REQUIRES: this process runs no other thread (ctest runs each case in a process of its own): the
+// child must start the interrupt watcher itself, as a fork keeps no thread of its parent.
+int statement_under_sigterm(const std::string& url, Meet meet) {
+  const bool pg = is_pg();
+  const std::string long_sql = pg ? "SELECT pg_sleep(4)"
                                   : "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40000000) "
                                     "SELECT count(*) FROM c";
+  const std::string short_sql = pg ? "SELECT pg_sleep(0.5)"
+                                   : "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) "
+                                     "SELECT count(*) FROM c";
   pid_t pid = fork();
   if (pid == 0) {
     int code = 4;
@@ -98,19 +109,31 @@ int statement_under_sigterm(const std::string& url, bool cancel) {
       rc::store::StoreOptions o;
       o.create_if_missing = true;
       auto st = rc::store::open_store(rc::store::parse_dsn(url, "test"), o);
-      st->cancel_on_signal(cancel);
-      std::atomic<bool> raised{false};
-      std::thread t([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
-        raised = true;
+      if (meet == Meet::idle_then_off) {
         kill(getpid(), SIGTERM);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        st->cancel_on_signal(false);
+        st->query(short_sql);
+        _exit(0);
+      }
+      if (meet == Meet::spared) st->cancel_on_signal(false);
+      std::atomic<bool> done{false};
+      std::atomic<int> raised{0};
+      std::thread t([&] {
+        while (!done) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          if (done) break;
+          ++raised;
+          kill(getpid(), SIGTERM);
+        }
       });
       try {
-        st->query(sql);
-        code = raised ? 0 : 3;
+        st->query(long_sql);
+        code = raised > 0 ? 0 : 3;
       } catch (const rc::Error& e) {
         code = e.code() == rc::Exit::interrupted ? 130 : 4;
       }
+      done = true;
       t.join();
     } catch (...) {
       code = 4;
@@ -122,17 +145,29 @@ int statement_under_sigterm(const std::string& url, bool cancel) {
   return exit_code(status);
 }
 
+size_t threads_of_this_process() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory();
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("faults: SIGTERM stops a store's statement in progress, and not once cancel_on_signal is off") {
   // (before any store of this process: see statement_under_sigterm)
+  REQUIRE_MESSAGE(threads_of_this_process() == 1,
+                  "run this case in a process of its own (ctest does): a forked child needs its own signal watcher");
   const char* pg = std::getenv("REWARDCTL_TEST_PG");
   const std::string url = is_pg() ? std::string(pg ? pg : "") : "sqlite:" + make_temp_dir() + "/sigterm.db";
   REQUIRE(!url.empty());
   // on (as opened): the statement is stopped and its error says interrupted
-  CHECK(statement_under_sigterm(url, true) == 130);
+  CHECK(statement_under_sigterm(url, Meet::running) == 130);
   // off (a job's record after its work stopped on a signal): the same statement runs to its end
-  CHECK(statement_under_sigterm(url, false) == 0);
+  // through every signal
+  CHECK(statement_under_sigterm(url, Meet::spared) == 0);
+  // a cancel that reached the session while it was idle (the work's last statement had ended) stops
+  // nothing after cancel_on_signal(false) returned
+  CHECK(statement_under_sigterm(url, Meet::idle_then_off) == 0);
 }
 
 TEST_CASE("faults: a database this user may only read - reads work, writes exit 77 naming why, nothing written") {

@@ -130,7 +130,8 @@ class Store {
   // once its work has stopped on a signal (recording the run, releasing its lease): a cancel sent for
   // the work's last statement can arrive after that statement ended, and must not stop the record
   // instead. Turning it off returns once no cancel of this store is under way (one that reaches an
-  // idle session is dropped: by the PostgreSQL server; by SQLite, with no statement running).
+  // idle session is dropped: by the PostgreSQL server; by SQLite, with no statement running). While
+  // off, a record waiting for a lock still ends at the store's lock timeout. See SignalsSpare.
   void cancel_on_signal(bool on) {
     cancel_on_signal_ = on;
     cancel_changed(on);
@@ -148,6 +149,23 @@ class Store {
  private:
   int max_retries_;
   int64_t retries_ = 0;
+};
+
+// Signals do not stop st's statements while this lives (Store::cancel_on_signal), then do again.
+class SignalsSpare {
+ public:
+  explicit SignalsSpare(Store& st) : st_(st) { st_.cancel_on_signal(false); }
+  ~SignalsSpare() {
+    try {
+      st_.cancel_on_signal(true);
+    } catch (...) {  // (out of memory registering the action: the flag still stops work at its checks)
+    }
+  }
+  SignalsSpare(const SignalsSpare&) = delete;
+  SignalsSpare& operator=(const SignalsSpare&) = delete;
+
+ private:
+  Store& st_;
 };
 
 struct StoreOptions {
