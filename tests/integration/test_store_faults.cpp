@@ -131,7 +131,7 @@ int statement_under_sigterm(const std::string& url, Meet meet) {
         st->query(long_sql);
         code = raised > 0 ? 0 : 3;
       } catch (const rc::Error& e) {
-        code = e.code() == rc::Exit::interrupted ? 130 : 4;
+        code = e.kind() == rc::Errc::interrupted ? 130 : 4;
       }
       done = true;
       t.join();
