@@ -12,7 +12,7 @@ const std::vector<ExitInfo>& exit_table() {
       {Exit::partial, "partial", "partial success: some rows were rejected (under --max-rejects)"},
       {Exit::usage, "usage", "command line usage error: unknown command or flag, missing argument, an irreversible "
                              "action without --yes and no terminal"},
-      {Exit::data, "data", "bad input data: malformed file, invalid definition; nothing was written"},
+      {Exit::data, "data", "bad input data (malformed file, invalid definition) or a conflict with what is stored (a definition changed since planning, a fuse event already decided); nothing was written"},
       {Exit::no_input, "no_input", "input file missing or unreadable"},
       {Exit::not_found, "not_found", "the activity, record, bill or qualification named does not exist"},
       {Exit::unavailable, "unavailable", "database unavailable (connection lost, server stopped, disk full), "

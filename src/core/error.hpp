@@ -15,7 +15,7 @@ enum class Exit : int {
   findings = 1,      // findings (lint, reconcile, pending migrations), a rejected claim, an illegal transition
   partial = 3,       // partial: some rows rejected
   usage = 64,        // command line usage error
-  data = 65,         // bad input data
+  data = 65,         // bad input data, or a conflict with what is stored
   no_input = 66,     // input file missing or unreadable
   not_found = 67,    // the activity, grant, bill or qualification named does not exist
   unavailable = 69,  // database unavailable, or it kept failing after retries
