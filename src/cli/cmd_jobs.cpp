@@ -3,6 +3,7 @@
 
 #include "cli/job_common.hpp"
 #include "jobs/expire.hpp"
+#include "jobs/job_log.hpp"
 #include "jobs/lease.hpp"
 
 namespace rc::cli {
@@ -15,30 +16,31 @@ struct {
   int64_t history_limit = 20;
 } opt;
 
+// a nullable column as JSON: null when absent
+template <class T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 Exit run_history(Ctx& ctx) {
   if (!opt.history_job.empty()) jobs::job_decl(opt.history_job);  // an unknown name is a usage error
   auto st = ctx.open_store();
-  auto r = st->query(
-      "SELECT id, job, state, counts, error, started_at, finished_at, host, pid, exit_code, stopped, holder "
-      "FROM job_run WHERE ($1 = '' OR job = $1) ORDER BY id DESC LIMIT $2",
-      {opt.history_job, opt.history_limit});
   std::vector<json> rows;
-  for (auto& x : r.rows) {
-    json counts = x.is_null(3) ? json::object() : json::parse(x.str(3), nullptr, false);
-    double secs = x.is_null(6) ? 0 : double(x.i64(6) - x.i64(5)) / 1000.0;
-    rows.push_back({{"run_id", x.i64(0)},
-                    {"job", x.str(1)},
-                    {"state", x.str(2)},
+  for (auto& x : jobs::job_history(*st, opt.history_job, opt.history_limit)) {
+    json counts = x.counts ? json::parse(*x.counts, nullptr, false) : json::object();
+    rows.push_back({{"run_id", x.id},
+                    {"job", x.job},
+                    {"state", x.state},
                     {"counts", counts},
-                    {"error", x.is_null(4) ? json(nullptr) : json(x.str(4))},
-                    {"started_at", format_utc(x.i64(5))},
-                    {"finished_at", x.is_null(6) ? json(nullptr) : json(format_utc(x.i64(6)))},
-                    {"seconds", x.is_null(6) ? json(nullptr) : json(secs)},
-                    {"host", x.str_or(7, "")},
-                    {"pid", x.is_null(8) ? json(nullptr) : json(x.i64(8))},
-                    {"exit_code", x.is_null(9) ? json(nullptr) : json(x.i64(9))},
-                    {"stopped", x.is_null(10) ? json(nullptr) : json(x.str(10))},
-                    {"holder", x.str(11)}});
+                    {"error", or_null(x.error)},
+                    {"started_at", format_utc(x.started_at)},
+                    {"finished_at", x.finished_at ? json(format_utc(*x.finished_at)) : json(nullptr)},
+                    {"seconds", x.finished_at ? json(double(*x.finished_at - x.started_at) / 1000.0) : json(nullptr)},
+                    {"host", x.host.value_or("")},
+                    {"pid", or_null(x.pid)},
+                    {"exit_code", or_null(x.exit_code)},
+                    {"stopped", or_null(x.stopped)},
+                    {"holder", x.holder}});
   }
   ctx.out.rows({{"run_id", "RUN"}, {"job", "JOB"}, {"state", "STATE"}, {"started_at", "STARTED"}, {"seconds", "SECONDS"},
                 {"counts", "COUNTS"}, {"exit_code", "EXIT"}, {"host", "HOST"}, {"error", "ERROR"}},
@@ -49,18 +51,17 @@ Exit run_history(Ctx& ctx) {
 Exit run_locks(Ctx& ctx) {
   auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
   auto st = ctx.open_store();
-  auto r = st->query("SELECT name, job, host, pid, holder, acquired_at, run_id FROM job_lock ORDER BY name");
   std::vector<json> rows;
-  for (auto& x : r.rows) {
+  for (auto& x : jobs::job_locks(*st)) {
     // a row whose lease nobody holds was left by a run that died: the next run replaces it
-    bool held = jobs::lease_held(dsn, x.str(0));
-    rows.push_back({{"lock", x.str(0)},
-                    {"job", x.str_or(1, "")},
-                    {"host", x.str_or(2, "")},
-                    {"pid", x.is_null(3) ? json(nullptr) : json(x.i64(3))},
-                    {"holder", x.str(4)},
-                    {"since", format_utc(x.i64(5))},
-                    {"run_id", x.is_null(6) ? json(nullptr) : json(x.i64(6))},
+    bool held = jobs::lease_held(dsn, x.name);
+    rows.push_back({{"lock", x.name},
+                    {"job", x.job.value_or("")},
+                    {"host", x.host.value_or("")},
+                    {"pid", or_null(x.pid)},
+                    {"holder", x.holder},
+                    {"since", format_utc(x.acquired_at)},
+                    {"run_id", or_null(x.run_id)},
                     {"held", held}});
   }
   ctx.out.rows({{"lock", "LOCK"}, {"job", "JOB"}, {"run_id", "RUN"}, {"host", "HOST"}, {"pid", "PID"},

@@ -14,6 +14,7 @@
 
 #include "core/interrupt.hpp"
 #include "jobs/batch.hpp"
+#include "jobs/job_log.hpp"
 #include "jobs/lease.hpp"
 #include "jobs/metrics.hpp"
 
@@ -37,13 +38,13 @@ double since(std::chrono::steady_clock::time_point t0) {
 // for a moment before giving up on naming the holder.
 std::string describe_holder(store::Store& st, const std::string& key, const std::string& this_host) {
   for (int attempt = 0; attempt < 40; ++attempt) {
-    auto r = st.query("SELECT job, host, pid, acquired_at, run_id, holder FROM job_lock WHERE name = $1", {key});
-    if (!r.empty() && !r[0].is_null(1)) {
-      const auto& x = r[0];
-      const bool dead_here = x.str(1) == this_host && !x.is_null(2) && ::kill(pid_t(x.i64(2)), 0) != 0 && errno == ESRCH;
+    auto x = job_lock(st, key);
+    if (x && x->host) {
+      const bool dead_here = *x->host == this_host && x->pid && ::kill(pid_t(*x->pid), 0) != 0 && errno == ESRCH;
+      auto or_q = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("?"); };
       if (!dead_here)
-        return "job " + x.str_or(0, key) + " run " + x.str_or(4, "?") + " on host " + x.str(1) + " (pid " +
-               x.str_or(2, "?") + ", by " + x.str(5) + ") since " + format_utc(x.i64(3));
+        return "job " + x->job.value_or(key) + " run " + or_q(x->run_id) + " on host " + *x->host + " (pid " +
+               or_q(x->pid) + ", by " + x->holder + ") since " + format_utc(x->acquired_at);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
