@@ -18,14 +18,8 @@ Millis floor_to(Millis t, Millis unit) {
   return q * unit;
 }
 
-Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
-  auto r = tx.query(
-      "SELECT id, code, name, kind, state, timezone, definition_hash, created_by, version, start_at, end_at "
-      "FROM activity WHERE code = $1",
-      {code});
-  if (r.empty()) throw Error(Errc::not_found, "no activity " + code);
-  const auto& x = r[0];
-  id = x.i64(0);
+// The header without its approvals, from the activity query of read_header.
+Header to_header(const store::Row& x) {
   Header h;
   h.code = x.str(1);
   h.name = x.str(2);
@@ -37,11 +31,25 @@ Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
   h.version = x.i64(8);
   h.start_at = x.i64(9);
   h.end_at = x.i64(10);
+  return h;
+}
+
+// "role:operator" from a (role, operator) row of activity_review.
+std::string approval_name(const store::Row& a) { return a.str(0) + ":" + a.str(1); }
+
+Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
+  auto r = tx.query(
+      "SELECT id, code, name, kind, state, timezone, definition_hash, created_by, version, start_at, end_at "
+      "FROM activity WHERE code = $1",
+      {code});
+  if (r.empty()) throw Error(Errc::not_found, "no activity " + code);
+  id = r[0].i64(0);
+  Header h = to_header(r[0]);
   for (auto& a : tx.query("SELECT role, operator FROM activity_review WHERE activity_id = $1 AND decision = 'approve' "
                           "AND voided = 0 AND definition_hash = $2 ORDER BY id",
                           {id, h.definition_hash})
                      .rows)
-    h.approved_by.push_back(a.str(0) + ":" + a.str(1));
+    h.approved_by.push_back(approval_name(a));
   return h;
 }
 
@@ -54,7 +62,7 @@ void choose_range(store::Tx& tx, int64_t id, const Header& h, const Options& o, 
       "UNION ALL SELECT min(minute_at), max(minute_at) FROM claim_reject WHERE activity_id = $1 "
       "UNION ALL SELECT min(created_at), max(created_at) FROM fuse_event WHERE activity_id = $1) x",
       {id});
-  const auto first = r[0].opt_i64(0), last = r[0].opt_i64(1);
+  const std::optional<Millis> first = r[0].opt_i64(0), last = r[0].opt_i64(1);  // none: no data
   const Millis close = activity::window_close(h.end_at);
   Millis to = o.to ? *o.to : last ? *last + 1 : std::min(close, std::max(o.now, h.start_at + 1));
   Millis from = o.from ? *o.from : first ? *first : h.start_at;
@@ -96,32 +104,50 @@ Bucket& bucket_at(Data& d, int64_t unit_index) {
   return *std::prev(it);  // t >= from = series[0].at
 }
 
+// The grants of one unit of the series that were held by a fuse, or not.
+struct GrantUnitRow {
+  int64_t unit = 0;  // index of the unit from d.from
+  bool held = false;
+  int64_t grants = 0, cost_cents = 0;
+};
+GrantUnitRow to_grant_unit(const store::Row& x) { return {x.i64(0), x.i64(1) != 0, x.i64(2), x.i64(3)}; }
+
+// The rejections of one reason in one unit of the series.
+struct RejectUnitRow {
+  int64_t unit = 0;
+  std::string reason;
+  int64_t n = 0;
+};
+RejectUnitRow to_reject_unit(const store::Row& x) { return {x.i64(0), x.str(1), x.i64(2)}; }
+
 void read_series(store::Tx& tx, int64_t id, Data& d) {
   const std::string holding = reconcile::kHoldingStates;
   const store::Params range{id, d.from, group_unit(d), d.to};
-  for (auto& x : tx.query("SELECT (created_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, "
-                          "CASE WHEN fuse_event_id IS NULL THEN 0 ELSE 1 END AS held, count(*), "
-                          "sum(CASE WHEN state IN " + holding + " THEN cost_cents ELSE 0 END) "
-                          "FROM grants WHERE activity_id = $1 AND created_at >= $2 AND created_at < $4 "
-                          "GROUP BY 1, 2",
-                          range)
-                     .rows) {
-    auto& b = bucket_at(d, x.i64(0));
-    (x.i64(1) ? b.held : b.granted) += x.i64(2);
-    b.cost_cents += x.i64(3);
+  for (auto& row : tx.query("SELECT (created_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, "
+                            "CASE WHEN fuse_event_id IS NULL THEN 0 ELSE 1 END AS held, count(*), "
+                            "sum(CASE WHEN state IN " + holding + " THEN cost_cents ELSE 0 END) "
+                            "FROM grants WHERE activity_id = $1 AND created_at >= $2 AND created_at < $4 "
+                            "GROUP BY 1, 2",
+                            range)
+                       .rows) {
+    const GrantUnitRow x = to_grant_unit(row);
+    auto& b = bucket_at(d, x.unit);
+    (x.held ? b.held : b.granted) += x.grants;
+    b.cost_cents += x.cost_cents;
   }
   d.cost_before_cents = tx.query("SELECT coalesce(sum(cost_cents), 0) FROM grants WHERE activity_id = $1 AND "
                                  "created_at < $2 AND state IN " + holding,
                                  {id, d.from})[0]
                             .i64(0);
   std::map<std::string, int64_t> reasons;
-  for (auto& x : tx.query("SELECT (minute_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, reason, sum(n) "
-                          "FROM claim_reject WHERE activity_id = $1 AND minute_at >= $2 AND minute_at < $4 "
-                          "GROUP BY 1, 2",
-                          range)
-                     .rows) {
-    bucket_at(d, x.i64(0)).rejected[x.str(1)] += x.i64(2);
-    reasons[x.str(1)] += x.i64(2);
+  for (auto& row : tx.query("SELECT (minute_at - CAST($2 AS BIGINT)) / CAST($3 AS BIGINT) AS k, reason, sum(n) "
+                            "FROM claim_reject WHERE activity_id = $1 AND minute_at >= $2 AND minute_at < $4 "
+                            "GROUP BY 1, 2",
+                            range)
+                       .rows) {
+    const RejectUnitRow x = to_reject_unit(row);
+    bucket_at(d, x.unit).rejected[x.reason] += x.n;
+    reasons[x.reason] += x.n;
   }
   for (auto& b : d.series) {
     d.granted += b.granted;
@@ -134,47 +160,103 @@ void read_series(store::Tx& tx, int64_t id, Data& d) {
                    [](auto& a, auto& b) { return a.second > b.second; });
 }
 
+// A prize and one of its stock buckets (none: the prize has no stock rows).
+struct StockRow {
+  std::string prize;
+  int64_t configured = 0;  // prize.stock_total
+  std::optional<int64_t> bucket;
+  int64_t total = 0, remain = 0;  // the bucket's
+};
+StockRow to_stock(const store::Row& x) {
+  StockRow s{x.str(0), x.i64(1), x.opt_i64(2), 0, 0};
+  if (s.bucket) {
+    s.total = x.i64(3);
+    s.remain = x.i64(4);
+  }
+  return s;
+}
+
+// (state, count) rows of a GROUP BY state, as the report shows them.
+std::vector<std::pair<std::string, int64_t>> state_counts(store::Tx& tx, const std::string& sql, int64_t id) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (auto& x : tx.query(sql, {id}).rows) out.emplace_back(x.str(0), x.i64(1));
+  return out;
+}
+
+// The open resend bills of one state, and how many of them are past their next attempt.
+struct ResendCountRow {
+  ResendState state = ResendState::pending;
+  int64_t bills = 0, overdue = 0;
+};
+ResendCountRow to_resend_count(const store::Row& x) {
+  return {state_from_db<ResendState>(x.str(0)), x.i64(1), x.i64(2)};
+}
+
 void read_books(store::Tx& tx, int64_t id, Millis now, Data& d) {
   auto b = tx.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1", {id});
   if (!b.empty()) {
     d.authorised_cents = b[0].i64(0);
     d.consumed_cents = b[0].i64(1);
   }
-  for (auto& x : tx.query("SELECT p.code, p.stock_total, s.bucket, s.total, s.remain FROM prize p "
-                          "LEFT JOIN stock s ON s.prize_id = p.id WHERE p.activity_id = $1 ORDER BY p.id, s.bucket",
-                          {id})
-                     .rows) {
-    if (d.stock.empty() || d.stock.back().code != x.str(0)) {
+  for (auto& row : tx.query("SELECT p.code, p.stock_total, s.bucket, s.total, s.remain FROM prize p "
+                            "LEFT JOIN stock s ON s.prize_id = p.id WHERE p.activity_id = $1 ORDER BY p.id, s.bucket",
+                            {id})
+                       .rows) {
+    const StockRow x = to_stock(row);
+    if (d.stock.empty() || d.stock.back().code != x.prize) {
       d.stock.emplace_back();
-      d.stock.back().code = x.str(0);
-      d.stock.back().configured = x.i64(1);
+      d.stock.back().code = x.prize;
+      d.stock.back().configured = x.configured;
     }
     auto& p = d.stock.back();
-    if (x.is_null(2)) continue;
-    p.total += x.i64(3);
-    p.remain += x.i64(4);
-    p.buckets.emplace_back(x.i64(2), x.i64(4));
+    if (!x.bucket) continue;
+    p.total += x.total;
+    p.remain += x.remain;
+    p.buckets.emplace_back(*x.bucket, x.remain);
   }
-  for (auto& x :
-       tx.query("SELECT state, count(*) FROM grants WHERE activity_id = $1 GROUP BY state ORDER BY state", {id}).rows)
-    d.grant_states.emplace_back(x.str(0), x.i64(1));
-  for (auto& x : tx.query("SELECT b.state, count(*) FROM delivery_bill b JOIN grants g ON g.id = b.grant_id "
-                          "WHERE g.activity_id = $1 GROUP BY b.state ORDER BY b.state",
-                          {id})
-                     .rows)
-    d.bill_states.emplace_back(x.str(0), x.i64(1));
-  for (auto& x : tx.query("SELECT r.state, count(*), sum(CASE WHEN r.next_attempt_at < $2 THEN 1 ELSE 0 END) "
-                          "FROM resend_bill r JOIN grants g ON g.id = r.grant_id WHERE g.activity_id = $1 "
-                          "AND r.state <> 'done' GROUP BY r.state",
-                          {id, now})
-                     .rows) {
-    if (state_from_db<ResendState>(x.str(0)) == ResendState::pending) {
-      d.resend_pending = x.i64(1);
-      d.resend_overdue = x.i64(2);
+  d.grant_states =
+      state_counts(tx, "SELECT state, count(*) FROM grants WHERE activity_id = $1 GROUP BY state ORDER BY state", id);
+  d.bill_states = state_counts(tx,
+                               "SELECT b.state, count(*) FROM delivery_bill b JOIN grants g ON g.id = b.grant_id "
+                               "WHERE g.activity_id = $1 GROUP BY b.state ORDER BY b.state",
+                               id);
+  for (auto& row : tx.query("SELECT r.state, count(*), sum(CASE WHEN r.next_attempt_at < $2 THEN 1 ELSE 0 END) "
+                            "FROM resend_bill r JOIN grants g ON g.id = r.grant_id WHERE g.activity_id = $1 "
+                            "AND r.state <> 'done' GROUP BY r.state",
+                            {id, now})
+                       .rows) {
+    const ResendCountRow x = to_resend_count(row);
+    if (x.state == ResendState::pending) {
+      d.resend_pending = x.bills;
+      d.resend_overdue = x.overdue;
     } else {
-      d.resend_manual += x.i64(1);
+      d.resend_manual += x.bills;
     }
   }
+}
+
+FuseMark to_fuse_mark(const store::Row& x) {
+  FuseMark m;
+  m.batch_no = x.str(0);
+  m.kind = x.str(1);
+  m.state = x.str(2);
+  m.reason = x.str(3);
+  m.prize = x.str(4);
+  m.at = x.i64(5);
+  m.observed_count = x.i64(6);
+  m.observed_amount = x.i64(7);
+  return m;
+}
+
+// The last reconcile run, without its diffs of this activity.
+ReconcileMark to_reconcile_mark(const store::Row& x) {
+  ReconcileMark m;
+  m.run = x.i64(0);
+  m.state = x.str(1);
+  m.checks = x.str(2);
+  m.diffs_all = x.i64(3);
+  m.started_at = x.i64(4);
+  return m;
 }
 
 void read_marks(store::Tx& tx, int64_t id, const std::string& code, Data& d) {
@@ -182,26 +264,11 @@ void read_marks(store::Tx& tx, int64_t id, const std::string& code, Data& d) {
                           "e.created_at, e.observed_count, e.observed_amount FROM fuse_event e "
                           "LEFT JOIN prize p ON p.id = e.prize_id WHERE e.activity_id = $1 ORDER BY e.created_at, e.id",
                           {id})
-                     .rows) {
-    FuseMark m;
-    m.batch_no = x.str(0);
-    m.kind = x.str(1);
-    m.state = x.str(2);
-    m.reason = x.str(3);
-    m.prize = x.str(4);
-    m.at = x.i64(5);
-    m.observed_count = x.i64(6);
-    m.observed_amount = x.i64(7);
-    d.fuse.push_back(std::move(m));
-  }
+                     .rows)
+    d.fuse.push_back(to_fuse_mark(x));
   auto r = tx.query("SELECT id, state, checks, diff_count, started_at FROM reconcile_run ORDER BY id DESC LIMIT 1");
   if (r.empty()) return;
-  ReconcileMark m;
-  m.run = r[0].i64(0);
-  m.state = r[0].str(1);
-  m.checks = r[0].str(2);
-  m.diffs_all = r[0].i64(3);
-  m.started_at = r[0].i64(4);
+  ReconcileMark m = to_reconcile_mark(r[0]);
   m.diffs_here = tx.query("SELECT count(*) FROM reconcile_diff WHERE run_id = $1 AND (entity_key = $2 OR "
                           "substr(entity_key, 1, length(CAST($2 AS TEXT)) + 1) = CAST($2 AS TEXT) || '/')",
                           {m.run, code})[0]
