@@ -52,3 +52,27 @@ TEST_CASE("states: an unknown stored state is an internal error naming its table
   CHECK(json::parse(db.ok({"record", "show", "--biz-id", "b1", "-o", "json"}).out)["state"] == "success");
   db.ok({"claim", "act", "--user", "u3", "--biz-id", "b3"});
 }
+
+TEST_CASE("states: the read side parses its rows' states too - an unknown one is 70 naming the table") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  db.ok({"activity", "stock", "act", "--prize", "p1", "--add", "5", "--reason", "more"});
+  CHECK(json::parse(db.ok({"activity", "change", "list", "-o", "json"}).out)["state"] == "applied");
+  CHECK(json::parse(db.ok({"activity", "list", "-o", "json"}).out)["state"] == "live");
+
+  SUBCASE("a change request") {
+    db.open()->exec("UPDATE change_request SET state = 'bogus'");
+    auto r = db.ok({"activity", "change", "list"}, 70);
+    CHECK(r.err.find("unknown change request state 'bogus'") != std::string::npos);
+    db.open()->exec("UPDATE change_request SET state = 'applied'");
+  }
+  SUBCASE("an activity in the list") {
+    db.open()->exec("UPDATE activity SET state = 'bogus'");
+    CHECK(db.ok({"activity", "list"}, 70).err.find("unknown activity state 'bogus'") != std::string::npos);
+    db.open()->exec("UPDATE activity SET state = 'live'");
+  }
+  // restored: read as before
+  CHECK(json::parse(db.ok({"activity", "change", "list", "-o", "json"}).out)["state"] == "applied");
+  CHECK(json::parse(db.ok({"activity", "list", "-o", "json"}).out)["kind"] == "direct");
+}

@@ -49,7 +49,10 @@ struct ActivitySummary {
 ActivitySummary show(store::Store& st, const std::string& code);
 
 struct ActivityListRow {
-  std::string code, name, kind, state, timezone;
+  std::string code, name;
+  Kind kind = Kind::direct;
+  ActivityState state = ActivityState::pending_review;
+  std::string timezone;
   Millis start_at = 0, end_at = 0;
   int64_t version = 1;
 };
@@ -70,7 +73,8 @@ std::vector<HistoryEvent> history(store::Store& st, const std::string& code);
 
 struct VersionEntry {
   int64_t version = 0;
-  std::string state, definition_hash, proposed_by;
+  VersionState state = VersionState::current;
+  std::string definition_hash, proposed_by;
   std::optional<std::string> product_by, tech_by;  // the approvals this version holds
   std::optional<std::string> decided_by, reason;   // who rejected it and why; or who switched to it
   Millis created_at = 0;
