@@ -25,6 +25,7 @@
 
 #include "core/clock.hpp"
 #include "core/engine/engine.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 #include "jobs/reject_limit.hpp"
 #include "jobs/progress.hpp"
@@ -103,7 +104,8 @@ std::vector<Status> list(store::Store& st, const std::optional<std::string>& act
 
 struct Item {
   int64_t id = 0, line = 0;
-  std::string user, state;
+  std::string user;
+  ListItemState state = ListItemState::pending;
   std::optional<std::string> record_code, reason, error;
   Millis updated_at = 0;
 };

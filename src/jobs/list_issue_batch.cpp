@@ -126,6 +126,56 @@ Change approve(store::Store& st, const std::string& batch_no, const std::string&
   return c;
 }
 
+namespace {
+
+// A held item of a batch and the pending grant that waits with it on a fuse.
+struct HeldItem {
+  int64_t item_id = 0, grant_id = 0;
+};
+std::vector<HeldItem> held_items(store::Tx& tx, int64_t batch_id) {
+  std::vector<HeldItem> out;
+  for (auto& r : tx.query("SELECT li.id, g.id FROM list_item li JOIN grants g ON g.record_code = li.record_code "
+                          "WHERE li.batch_id = $1 AND li.state = 'held' ORDER BY li.id",
+                          {batch_id})
+                     .rows)
+    out.push_back({r.i64(0), r.i64(1)});
+  return out;
+}
+
+// How many items of the batch are in each state (states without items are absent).
+std::vector<std::pair<ListItemState, int64_t>> item_counts(store::Tx& tx, int64_t batch_id) {
+  std::vector<std::pair<ListItemState, int64_t>> out;
+  for (auto& r : tx.query("SELECT state, COUNT(*) FROM list_item WHERE batch_id = $1 GROUP BY state", {batch_id}).rows)
+    out.emplace_back(state_from_db<ListItemState>(r.str(0)), r.i64(1));
+  return out;
+}
+
+// The items of the batch finished (issued, rejected, failed) after `since`, and the first such update.
+struct Finished {
+  int64_t items = 0;
+  std::optional<Millis> first_at;  // none when items is 0
+};
+Finished finished_since(store::Tx& tx, int64_t batch_id, Millis since) {
+  auto r = tx.query(
+      "SELECT COUNT(*), MIN(updated_at) FROM list_item WHERE batch_id = $1 AND state IN ('issued', 'rejected', "
+      "'failed') AND updated_at > $2",
+      {batch_id, since});
+  return {r[0].i64(0), r[0].opt_i64(1)};
+}
+
+Item to_item(const store::Row& r) {
+  return {r.i64(0),
+          r.i64(1),
+          r.str(2),
+          state_from_db<ListItemState>(r.str(3)),
+          r.opt_str(4),
+          r.opt_str(5),
+          r.opt_str(6),
+          r.i64(7)};
+}
+
+}  // namespace
+
 Change cancel(store::Store& st, const std::string& batch_no, const std::string& op,
               const std::optional<std::string>& reason, Millis now, bool dry_run) {
   Change c;
@@ -167,13 +217,10 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
     }
     // Items waiting on a fuse: the held grant and the item are cancelled together, each with its
     // conditional update and log row. A grant a release moved first is followed by its item there.
-    auto held = tx.query("SELECT li.id, g.id FROM list_item li JOIN grants g ON g.record_code = li.record_code "
-                         "WHERE li.batch_id = $1 AND li.state = 'held' ORDER BY li.id",
-                         {b.id});
-    for (auto& h : held.rows)
-      if (transition(tx, h.i64(1), GrantState::pending, GrantState::cancelled, op, "list batch cancelled: " + why, now,
-                     ", reason = $5", {std::string("list_batch_cancelled")}) &&
-          transition(tx, h.i64(0), ListItemState::held, ListItemState::cancelled, op, why, now))
+    for (auto& h : held_items(tx, b.id))
+      if (transition(tx, h.grant_id, GrantState::pending, GrantState::cancelled, op, "list batch cancelled: " + why,
+                     now, ", reason = $5", {std::string("list_batch_cancelled")}) &&
+          transition(tx, h.item_id, ListItemState::held, ListItemState::cancelled, op, why, now))
         ++c.items;
     nlohmann::json d = {{"batch", batch_no}, {"from", b.state}, {"items_cancelled", c.items}, {"reason", why}};
     audit(tx, op, "list_issue.cancel", "list_batch", batch_no, d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), now);
@@ -190,10 +237,8 @@ Status status(store::Store& st, const std::string& batch_no, Millis now) {
   st.transact(store::TxMode::read, [&](store::Tx& tx) {
     auto b = get_batch(tx, batch_no);
     s = to_status(b);
-    auto counts = tx.query("SELECT state, COUNT(*) FROM list_item WHERE batch_id = $1 GROUP BY state", {b.id});
-    for (auto& r : counts.rows) {
-      const int64_t n = r.i64(1);
-      switch (state_from_db<ListItemState>(r.str(0))) {
+    for (auto& [state, n] : item_counts(tx, b.id)) {
+      switch (state) {
         case ListItemState::pending: s.pending = n; break;
         case ListItemState::held: s.held = n; break;
         case ListItemState::issued: s.issued = n; break;
@@ -203,14 +248,10 @@ Status status(store::Store& st, const std::string& batch_no, Millis now) {
       }
     }
     // Rate over the last minute of finished items; the ETA follows from it.
-    auto recent = tx.query(
-        "SELECT COUNT(*), MIN(updated_at) FROM list_item WHERE batch_id = $1 AND state IN ('issued', 'rejected', "
-        "'failed') AND updated_at > $2",
-        {b.id, now - 60'000});
-    int64_t n = recent[0].i64(0);
-    if (n > 0) {
-      double span = std::max(1.0, double(now - recent[0].i64(1)) / 1000.0);
-      s.rate_per_s = double(n) / span;
+    const Finished recent = finished_since(tx, b.id, now - 60'000);
+    if (recent.items > 0) {
+      double span = std::max(1.0, double(now - *recent.first_at) / 1000.0);
+      s.rate_per_s = double(recent.items) / span;
       if (s.pending > 0 && b.state == ListBatchState::running)
         s.eta_s = int64_t(std::ceil(double(s.pending) / s.rate_per_s));
     }
@@ -242,9 +283,7 @@ std::vector<Item> items(store::Store& st, const std::string& batch_no, const std
   auto r = state ? st.query(cols + "AND state = $2 ORDER BY id LIMIT $3", {b.id, *state, limit})
                  : st.query(cols + "ORDER BY id LIMIT $2", {b.id, limit});
   std::vector<Item> out;
-  for (auto& row : r.rows)
-    out.push_back({row.i64(0), row.i64(1), row.str(2), row.str(3), row.opt_str(4), row.opt_str(5), row.opt_str(6),
-                   row.i64(7)});
+  for (auto& row : r.rows) out.push_back(to_item(row));
   return out;
 }
 
