@@ -98,7 +98,9 @@ std::optional<Event> find_event(store::Session& s, const std::string& batch_or_i
 
 // The requests an event held, whatever became of them (grants.fuse_event_id), oldest first.
 struct HeldRequest {
-  std::string record_code, user, biz_id, state, reason;
+  std::string record_code, user, biz_id;
+  GrantState state = GrantState::pending;
+  std::string reason;
   Millis created_at = 0, updated_at = 0;
 };
 std::vector<HeldRequest> held_requests(store::Session& s, int64_t event_id);

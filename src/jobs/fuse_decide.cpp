@@ -153,7 +153,8 @@ std::vector<HeldRequest> held_requests(store::Session& s, int64_t event_id) {
       "WHERE fuse_event_id = $1 ORDER BY id",
       {event_id});
   std::vector<HeldRequest> out;
-  for (auto& x : r.rows) out.push_back({x.str(0), x.str(1), x.str(2), x.str(3), x.str(4), x.i64(5), x.i64(6)});
+  for (auto& x : r.rows)
+    out.push_back({x.str(0), x.str(1), x.str(2), state_from_db<GrantState>(x.str(3)), x.str(4), x.i64(5), x.i64(6)});
   return out;
 }
 
