@@ -21,6 +21,27 @@ struct Claimed {
   std::string channel;
 };
 
+// A pending resend bill that fell due, and its grant.
+struct DueBill {
+  int64_t id = 0, grant_id = 0;
+  Millis expires_at = 0;
+  int64_t attempts = 0;
+  Millis next_attempt_at = 0;
+  GrantState grant_state = GrantState::init;
+  std::string channel;  // "" when the grant names none
+};
+DueBill to_due_bill(const store::Row& r) {
+  return {r.i64(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4), state_from_db<GrantState>(r.str(5)), r.str_or(6, "")};
+}
+
+// A grant left in init.
+struct StrandedGrant {
+  int64_t id = 0;
+  std::string channel;
+  Millis updated_at = 0;
+};
+StrandedGrant to_stranded(const store::Row& r) { return {r.i64(0), r.str_or(1, ""), r.i64(2)}; }
+
 // Due bills after the cursor, claimed for this run. Returns the rows seen.
 int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t n, const ResendOptions& o,
                     std::vector<Claimed>& out, int64_t& items) {
@@ -33,13 +54,15 @@ int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t 
                         (pg ? " FOR UPDATE OF rb SKIP LOCKED" : ""),
                     {now, cur.at, cur.id, n});
   for (auto& row : r.rows) {
-    const int64_t id = row.i64(0), gid = row.i64(1);
-    cur = {row.i64(4), id};
+    const DueBill b = to_due_bill(row);
+    const int64_t id = b.id, gid = b.grant_id;
+    cur = {b.next_attempt_at, id};
     using G = GrantState;
-    const G gstate = state_from_db<G>(row.str(5));
+    const G gstate = b.grant_state;
     if (gstate != G::issuing && gstate != G::delayed_resend && gstate != G::init) {
       // the grant ended another way (delivered by a replayed claim, completed, reversed): nothing to resend
-      if (transition(tx, id, ResendState::pending, ResendState::done, run.actor(), "grant is " + row.str(5), now))
+      if (transition(tx, id, ResendState::pending, ResendState::done, run.actor(), std::string("grant is ") + name(gstate),
+                     now))
         ++c["closed"];
       continue;
     }
@@ -49,9 +72,9 @@ int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t 
                                             "no outcome recorded before the resend fell due", now))
       continue;
     ++items;
-    if (row.i64(2) <= now) {
+    if (b.expires_at <= now) {
       transition(tx, id, ResendState::pending, ResendState::manual, run.actor(),
-                 "expired after " + row.str(3) + " attempts: resend retry or resend abandon", now);
+                 "expired after " + std::to_string(b.attempts) + " attempts: resend retry or resend abandon", now);
       ++c["manual"];
       continue;
     }
@@ -61,7 +84,7 @@ int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t 
     }
     // claimed: not due again until this run has certainly finished with it
     tx.exec("UPDATE resend_bill SET next_attempt_at = $2, updated_at = $3 WHERE id = $1", {id, now + o.claim_hold_ms, now});
-    out.push_back({gid, row.str_or(6, "")});
+    out.push_back({gid, b.channel});
   }
   return int64_t(r.size());
 }
@@ -75,10 +98,11 @@ int64_t claim_stranded(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64
                         (pg ? " FOR UPDATE SKIP LOCKED" : ""),
                     {run.now() - o.init_grace_ms, cur.at, cur.id, n});
   for (auto& row : r.rows) {
-    cur = {row.i64(2), row.i64(0)};
+    const StrandedGrant g = to_stranded(row);
+    cur = {g.updated_at, g.id};
     ++items;
     if (run.dry_run()) ++c["stranded"];
-    else out.push_back({row.i64(0), row.str_or(1, "")});
+    else out.push_back({g.id, g.channel});
   }
   return int64_t(r.size());
 }
