@@ -68,8 +68,9 @@ int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reas
       "RETURNING id",
       {"fuse_confirmed: " + reason, now, event_id});
   for (auto& row : moved.rows) {
-    log_moved(s, row.i64(0), GrantState::pending, GrantState::cancelled, actor, "fuse confirmed: " + reason, now);
-    follow_held_item(s, row.i64(0), ListItemState::held, ListItemState::cancelled, "fuse_confirmed: " + reason, actor,
+    const int64_t grant_id = row.i64(0);
+    log_moved(s, grant_id, GrantState::pending, GrantState::cancelled, actor, "fuse confirmed: " + reason, now);
+    follow_held_item(s, grant_id, ListItemState::held, ListItemState::cancelled, "fuse_confirmed: " + reason, actor,
                      now);
   }
   return int64_t(moved.size());
@@ -113,30 +114,54 @@ bool Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> bloc
   return true;
 }
 
-HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
-  HeldResult res;
-  auto h = st_.query(
+namespace {
+
+// A held grant and the request it stands for, as release_held replays it.
+struct HeldGrant {
+  std::string record_code;
+  GrantState state = GrantState::pending;
+  ClaimRequest request;  // biz_id, activity, prize (the one asked for), user, source, list_item_id
+  int64_t activity_id = 0;
+  std::optional<int64_t> prize_id;
+};
+
+std::optional<HeldGrant> find_held_grant(store::Store& s, int64_t grant_id) {
+  auto h = s.query(
       "SELECT g.record_code, g.biz_id, a.code, p.code, g.user_id, g.source, g.list_item_id, g.state, g.activity_id, "
       "g.prize_id FROM grants g JOIN activity a ON a.id = g.activity_id LEFT JOIN prize p ON p.id = g.prize_id "
       "WHERE g.id = $1",
       {grant_id});
-  if (h.empty()) throw Error(Errc::internal, "held grant " + std::to_string(grant_id) + " not found");
+  if (h.empty()) return std::nullopt;
   const auto& x = h[0];
-  res.record_code = x.str(0);
-  res.state = x.str(7);
-  if (state_from_db<GrantState>(res.state) != GrantState::pending) {
+  HeldGrant g;
+  g.record_code = x.str(0);
+  g.request.biz_id = x.str(1);
+  g.request.activity = x.str(2);
+  g.request.prize = x.opt_str(3);
+  g.request.user = x.str(4);
+  g.request.source = x.opt_str(5);
+  g.request.list_item_id = x.opt_i64(6);
+  g.state = state_from_db<GrantState>(x.str(7));
+  g.activity_id = x.i64(8);
+  g.prize_id = x.opt_i64(9);
+  return g;
+}
+
+}  // namespace
+
+HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
+  HeldResult res;
+  const auto held = find_held_grant(st_, grant_id);
+  if (!held) throw Error(Errc::internal, "held grant " + std::to_string(grant_id) + " not found");
+  res.record_code = held->record_code;
+  res.state = name(held->state);
+  if (held->state != GrantState::pending) {
     res.result = "decided";
     return res;
   }
-  ClaimRequest r;
-  r.biz_id = x.str(1);
-  r.activity = x.str(2);
-  if (!x.is_null(3)) r.prize = x.str(3);
-  r.user = x.str(4);
-  r.source = x.opt_str(5);
-  r.list_item_id = x.opt_i64(6);
+  ClaimRequest r = held->request;
   r.dry_run = dry_run;
-  const int64_t activity_id = x.i64(8);
+  const int64_t activity_id = held->activity_id;
   const Millis now = clock_.now_ms();
 
   std::optional<GrantView> granted;
@@ -191,7 +216,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     res.result = "decided";
     if (why == "held_by_fuse") {
       // Another open event still blocks it: it stays held, by that event (no state change).
-      auto ev = blocking_event(tx, activity_id, x.opt_i64(9));
+      auto ev = blocking_event(tx, activity_id, held->prize_id);
       if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
                         {*ev, now, grant_id}) == 1) {
         res.result = "still_held";
