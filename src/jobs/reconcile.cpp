@@ -137,6 +137,14 @@ struct Queue {
   }
 };
 
+// A diff from a row of a check's query: (entity, key, expected, actual, detail, at), every check
+// returns these columns (reconcile_checks.hpp); `at` (a time, may be null) ends the detail.
+Diff to_check_diff(const std::string& check, const store::Row& row) {
+  Diff d{check, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};
+  if (!row.is_null(5)) d.detail += (d.detail.empty() ? "" : " ") + format_utc(row.i64(5));
+  return d;
+}
+
 // Performs queries from the queue in tx until none is left. Never throws: a failure goes to the
 // queue (a transaction retried by its store must not lose a query it had taken).
 void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::string, store::Value>& values) {
@@ -161,11 +169,7 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
         for (size_t i = 0; i < c.pg_settings.size(); ++i)
           tx.query("SELECT set_config($1, $2, true)", {c.pg_settings[i].first, saved[i]});
       auto& out = q.diffs[slot];
-      for (auto& row : r.rows) {
-        Diff d{c.info.name, row.str(0), row.str(1), row.str_or(2, ""), row.str_or(3, ""), row.str_or(4, "")};
-        if (!row.is_null(5)) d.detail += (d.detail.empty() ? "" : " ") + format_utc(row.i64(5));
-        out.push_back(std::move(d));
-      }
+      for (auto& row : r.rows) out.push_back(to_check_diff(c.info.name, row));
       q.seconds[slot] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       q.ran[slot] = 1;
       spdlog::debug("reconcile check {} ({}): {} diff(s) in {:.3f} s", c.info.name, part, r.size(), q.seconds[slot]);
@@ -182,8 +186,9 @@ int connections_for(store::Session& s, const Options& o, size_t checks) {
   if (o.connections > 0) return std::min<int>(o.connections, int(checks));
   auto r = s.query("SELECT CAST(coalesce(max(c.reltuples), 0) AS BIGINT), CAST(current_setting("
                    "'max_parallel_workers_per_gather') AS BIGINT) FROM pg_class c WHERE c.oid = to_regclass('grants')");
-  if (r[0].i64(0) < kSideBySideFrom) return 1;
-  return int(std::clamp<int64_t>(1 + r[0].i64(1), 1, std::min<int64_t>(kMostConnections, int64_t(checks))));
+  const int64_t grants_estimate = r[0].i64(0), parallel_workers = r[0].i64(1);
+  if (grants_estimate < kSideBySideFrom) return 1;
+  return int(std::clamp<int64_t>(1 + parallel_workers, 1, std::min<int64_t>(kMostConnections, int64_t(checks))));
 }
 
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
@@ -328,6 +333,11 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
   return rep;
 }
 
+// A reconcile_diff row as the query of show_run reads it.
+static Diff to_stored_diff(const store::Row& row) {
+  return {row.str(0), row.str(1), row.str(2), row.str_or(3, ""), row.str_or(4, ""), row.str_or(5, "")};
+}
+
 static RunSummary to_summary(const store::Row& r) {
   return RunSummary{r.i64(0), r.str(1), r.str(2), r.str(3), r.i64(4), r.i64(5), r.opt_i64(6)};
 }
@@ -349,9 +359,7 @@ std::optional<std::pair<RunSummary, std::vector<Diff>>> show_run(store::Session&
   auto d = s.query(
       "SELECT check_name, entity, entity_key, expected, actual, detail FROM reconcile_diff WHERE run_id = $1 ORDER BY id",
       {run_id});
-  for (auto& row : d.rows)
-    out.second.push_back(
-        {row.str(0), row.str(1), row.str(2), row.str_or(3, ""), row.str_or(4, ""), row.str_or(5, "")});
+  for (auto& row : d.rows) out.second.push_back(to_stored_diff(row));
   return out;
 }
 
