@@ -158,7 +158,7 @@ TEST_CASE("ladder hostile: budget raises racing claims leave the step where the 
     for (int i = 0; i < 6; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(40));
       auto r = rc::activity::live::request(*st, c, false, {"raiser", false}, 1'700'000'000'000);
-      CHECK(r.state == "applied");
+      CHECK(r.state == rc::ChangeRequestState::applied);
     }
   }
   stop = true;

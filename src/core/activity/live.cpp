@@ -81,6 +81,11 @@ ActivityRow running(Session& s, const std::string& code) {
   return a;
 }
 
+// One stock bucket of a prize.
+struct StockBucket {
+  int64_t bucket = 0, remain = 0;
+};
+
 // Applies the change in s. Returns (before, after): the prize's stock total, or the authorised budget.
 // Throws Error(data) when a limit would be broken; nothing is changed then.
 std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind kind, const std::string& prize,
@@ -91,9 +96,12 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
     auto p = get_prize(s, a.id, a.code, prize, true);
     const std::string pg_lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
     // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
-    auto b = s.query(std::string("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY ") +
-                         (kind == ChangeKind::stock_add ? "total, bucket" : "remain DESC, bucket") + pg_lock,
-                     {p.id});
+    std::vector<StockBucket> b;
+    for (auto& row : s.query(std::string("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY ") +
+                                 (kind == ChangeKind::stock_add ? "total, bucket" : "remain DESC, bucket") + pg_lock,
+                             {p.id})
+                         .rows)
+      b.push_back({row.i64(0), row.i64(1)});
     if (kind == ChangeKind::stock_add) {
       int64_t sum;
       if (__builtin_add_overflow(p.stock_total, amount, &sum))
@@ -105,23 +113,23 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
         const int64_t k = amount / n + (i < amount % n ? 1 : 0);
         if (k == 0) continue;
         s.exec("UPDATE stock SET total = total + $3, remain = remain + $3 WHERE prize_id = $1 AND bucket = $2",
-               {p.id, b[size_t(i)].i64(0), k});
+               {p.id, b[size_t(i)].bucket, k});
       }
     } else {
       int64_t left = 0;
-      for (auto& row : b.rows) left += row.i64(1);
+      for (auto& x : b) left += x.remain;
       if (left < amount)
         throw Error(Errc::conflict, "prize " + prize + " has " + std::to_string(left) + " left: cannot remove " +
                                         std::to_string(amount) + " (stock is never removed below what is left); nothing changed");
       int64_t need = amount;
-      for (auto& row : b.rows) {
-        const int64_t k = std::min(need, row.i64(1));
+      for (auto& x : b) {
+        const int64_t k = std::min(need, x.remain);
         if (k == 0) break;
         // conditional: a claim that took a unit since the read makes this bucket refuse, and the
         // transaction with it (PostgreSQL holds the rows locked; SQLite the database)
         if (s.exec("UPDATE stock SET total = total - $3, remain = remain - $3 WHERE prize_id = $1 AND bucket = $2 "
                    "AND remain >= $3",
-                   {p.id, row.i64(0), k}) != 1)
+                   {p.id, x.bucket, k}) != 1)
           throw store::Retryable("stock of prize " + prize + " changed while it was being removed");
         need -= k;
       }
@@ -179,7 +187,7 @@ Change read_change(const store::Row& r) {
   c.kind = r.str(2);
   c.prize = r.str_or(3, "");
   c.amount = r.i64(4);
-  c.state = r.str(5);
+  c.state = state_from_db<ChangeRequestState>(r.str(5));
   c.reason = r.str(6);
   c.requested_by = r.str(7);
   c.decided_by = r.opt_str(8);
@@ -282,20 +290,20 @@ Change request(store::Store& st, const ChangeSpec& spec, bool review_required, c
     if (needs_review) {
       if (is_stock(spec.kind)) get_prize(tx, a.id, a.code, spec.prize);
       else get_budget(tx, a.id, a.code);
-      c.state = name(ChangeRequestState::proposed);
+      c.state = ChangeRequestState::proposed;
     } else {
       auto [before, after] = apply(tx, a, spec.kind, spec.prize, spec.amount);
       c.before = before;
       c.after = after;
       c.ladder = settle(tx, a, spec.kind, who, now);
-      c.state = name(ChangeRequestState::applied);
+      c.state = ChangeRequestState::applied;
       c.decided_by = who.name;
       c.decided_at = now;
     }
     c.id = tx.query("INSERT INTO change_request (activity_id, kind, prize_code, amount, state, reason, requested_by, "
                     "decided_by, before_value, after_value, created_at, updated_at, decided_at) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING id",
-                    {a.id, c.kind, c.prize.empty() ? store::kNull : store::Value(c.prize), c.amount, c.state, c.reason,
+                    {a.id, c.kind, c.prize.empty() ? store::kNull : store::Value(c.prize), c.amount, std::string(name(c.state)), c.reason,
                      c.requested_by, store::opt(c.decided_by), store::opt(c.before), store::opt(c.after), now,
                      store::opt(c.decided_at)})[0]
                .i64(0);
@@ -318,8 +326,8 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
   st.transact(store::TxMode::write, [&](Tx& tx) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
-    if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
-      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + c.state + " (by " +
+    if (c.state != ChangeRequestState::proposed)
+      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + name(c.state) + " (by " +
                                      c.decided_by.value_or("?") + "), not proposed: nothing to approve");
     if (c.requested_by == who.name)
       throw Error(Errc::not_permitted, "change " + std::to_string(id) + " was proposed by " + who.name +
@@ -334,7 +342,7 @@ Change approve(store::Store& st, int64_t id, const Actor& who, Millis now) {
     if (!transition(tx, id, ChangeRequestState::proposed, ChangeRequestState::applied, who.name, std::nullopt, now,
                     ", decided_by = $5, decided_at = $2, before_value = $6, after_value = $7", {who.name, before, after}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
-    c.state = name(ChangeRequestState::applied);
+    c.state = ChangeRequestState::applied;
     c.decided_by = who.name;
     c.decided_at = now;
     audit(tx, who.name, "activity.change.approve", "activity", c.code, audit_detail(c).dump(), now);
@@ -351,12 +359,12 @@ Change reject(store::Store& st, int64_t id, const std::string& reason, const Act
   st.transact(store::TxMode::write, [&](Tx& tx) {
     c = get_change(tx, id);
     c.dry_run = who.dry_run;
-    if (state_from_db<ChangeRequestState>(c.state) != ChangeRequestState::proposed)
-      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + c.state + ", not proposed: nothing to reject");
+    if (c.state != ChangeRequestState::proposed)
+      throw Error(Errc::refused, "change " + std::to_string(id) + " is " + name(c.state) + ", not proposed: nothing to reject");
     if (!transition(tx, id, ChangeRequestState::proposed, ChangeRequestState::rejected, who.name, reason, now,
                     ", decided_by = $5, decided_at = $2, decision_reason = $6", {who.name, reason}))
       throw store::Retryable("change " + std::to_string(id) + " was decided concurrently");
-    c.state = name(ChangeRequestState::rejected);
+    c.state = ChangeRequestState::rejected;
     c.decided_by = who.name;
     c.decision_reason = reason;
     c.decided_at = now;

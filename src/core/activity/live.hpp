@@ -24,6 +24,7 @@
 #include "core/activity/activity.hpp"
 #include "core/clock.hpp"
 #include "core/engine/budget_ladder.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::activity::live {
@@ -57,7 +58,8 @@ struct ChangeSpec {
 
 struct Change {
   int64_t id = 0;  // the change request (0 under dry run when it would be new)
-  std::string code, kind, prize, state, reason, requested_by;
+  std::string code, kind, prize, reason, requested_by;
+  ChangeRequestState state = ChangeRequestState::proposed;
   std::optional<std::string> decided_by, decision_reason;
   int64_t amount = 0;
   std::optional<int64_t> before, after;  // stock total of the prize, or authorised budget, when applied
