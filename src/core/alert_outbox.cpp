@@ -25,7 +25,8 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
   auto r = st.autocommit().query("SELECT kind, body, attempts FROM alert_outbox WHERE id = $1 AND state = 'pending'",
                                  {id});
   if (r.empty()) return AlertResult::gone;
-  const std::string kind = r[0].str(0);
+  const std::string kind = r[0].str(0), body = r[0].str(1);
+  const int64_t attempts = r[0].i64(2);
   if (!post && !final) return AlertResult::left;
   AlertState to = AlertState::skipped;
   std::string why = "no [alerts] webhook configured";
@@ -33,7 +34,7 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
     bool ok = false;
     std::string error;
     try {
-      ok = post(nlohmann::json::parse(r[0].str(1)));
+      ok = post(nlohmann::json::parse(body));
       if (!ok) error = "the [alerts] webhook did not accept it (see the error line of that time)";
     } catch (const std::exception& e) {
       error = e.what();
@@ -41,7 +42,7 @@ AlertResult deliver_alert(store::Store& st, int64_t id, const AlertPoster& post,
     to = AlertState::sent;
     why = "posted to the [alerts] webhook";
     if (!ok) {
-      const bool last = r[0].i64(2) + 1 >= kMaxAlertAttempts;
+      const bool last = attempts + 1 >= kMaxAlertAttempts;
       spdlog::error("{} alert {} not sent{}: {}", kind, id,
                     last ? ", given up after " + std::to_string(kMaxAlertAttempts) + " attempts"
                          : std::string(" (fuse-scan retries it)"),

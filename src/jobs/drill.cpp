@@ -70,7 +70,8 @@ void open_scratch(Scratch& sc, const Options& o) {
     throw Error(Errc::bad_input, "--scratch-db is the live database (same server, database and schema): a drill never runs in it");
   if (pg) {
     auto w = st.query("SELECT current_database(), current_schema(), coalesce(CAST(inet_server_port() AS TEXT), 'socket')");
-    sc.describe = "postgres database " + w[0].str(0) + ", schema " + w[0].str_or(1, "?") + " (port " + w[0].str(2) + ")";
+    const std::string database = w[0].str(0), schema = w[0].str_or(1, "?"), port = w[0].str(2);
+    sc.describe = "postgres database " + database + ", schema " + schema + " (port " + port + ")";
   }
   // one drill at a time in a scratch database: a second one would meet the first one's moved clock
   sc.lease = try_lease(sc.dsn, "drill");
@@ -290,8 +291,11 @@ std::optional<int64_t> passing_run(store::Session& s, const std::string& code, c
   auto r = s.query("SELECT id, passed FROM drill_run WHERE activity_code = $1 AND definition_hash = $2 "
                    "ORDER BY id DESC LIMIT 1",
                    {code, hash});
-  if (r.empty() || r[0].i64(1) != 1) return std::nullopt;
-  return r[0].i64(0);
+  if (r.empty()) return std::nullopt;
+  const int64_t id = r[0].i64(0);
+  const bool passed = r[0].i64(1) == 1;
+  if (!passed) return std::nullopt;
+  return id;
 }
 
 }  // namespace rc::jobs::drill

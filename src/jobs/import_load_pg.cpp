@@ -287,10 +287,16 @@ class PgLoader : public Loader {
       auto r = tx.query("FETCH 10000 FROM rc_import_rej");
       if (r.empty()) break;
       for (auto& row : r.rows) {
-        std::string why = row.is_null(2) ? (row.is_null(3) ? std::string("duplicate user_id: listed earlier in the file")
-                                                          : "duplicate user_id: first listed on line " + row.str(3))
-                                         : row.str(2);
-        rejects_.add(row.i64(0), row.is_null(2) ? row.str_or(1, "") : unhex(row.str_or(1, "")), why);
+        // (line, raw, error, first_line): a row with an error has its raw text in hex; a duplicate
+        // has no error, its text as read, and the line that listed the user first (if known)
+        const int64_t line = row.i64(0);
+        const std::string raw = row.str_or(1, "");
+        const std::optional<std::string> error = row.opt_str(2);
+        const std::optional<int64_t> first_line = row.opt_i64(3);
+        std::string why = error ? *error
+                          : first_line ? "duplicate user_id: first listed on line " + std::to_string(*first_line)
+                                       : std::string("duplicate user_id: listed earlier in the file");
+        rejects_.add(line, error ? unhex(raw) : raw, why);
       }
     }
     tx.exec_script("CLOSE rc_import_rej");

@@ -127,16 +127,20 @@ class SqliteLoader : public Loader {
 
   void classify(Pending& p) {
     auto own = tx_->query(kOwner, {ids_.activity_id, p.user_id});
-    if (!own.empty() && own[0].str_or(0, "") == ids_.import_id) {
-      if (own[0].opt_i64(1) != p.line) duplicate(p, own[0].opt_i64(1));
-      return;  // else: this very row, inserted by the statement
+    if (!own.empty()) {
+      const std::string owner_import = own[0].str_or(0, "");
+      const std::optional<int64_t> owner_line = own[0].opt_i64(1);
+      if (owner_import == ids_.import_id) {
+        if (owner_line != p.line) duplicate(p, owner_line);
+        return;  // else: this very row, inserted by the statement
+      }
     }
     if (tx_->exec(kSeen, {ids_.import_id, p.user_id, p.line}) == 1) {
       ++counts_.existing;
       return;
     }
     auto seen = tx_->query(kSeenLine, {ids_.import_id, p.user_id});
-    duplicate(p, seen.empty() ? std::nullopt : seen[0].opt_i64(0));
+    duplicate(p, seen.empty() ? std::nullopt : seen[0].opt_i64(0));  // the line that listed it first
   }
 
   void duplicate(Pending& p, std::optional<int64_t> first) {

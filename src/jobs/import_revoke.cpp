@@ -71,8 +71,9 @@ void revoke_sqlite(store::Tx& tx, const std::vector<std::string>& users, int64_t
       continue;
     }
     using Q = QualificationStatus;
-    if (state_from_db<Q>(q[0].str(1)) == Q::unused &&
-        transition(tx, q[0].i64(0), Q::unused, Q::revoked, o.operator_name, reason, now))
+    const int64_t id = q[0].i64(0);
+    const Q status = state_from_db<Q>(q[0].str(1));
+    if (status == Q::unused && transition(tx, id, Q::unused, Q::revoked, o.operator_name, reason, now))
       ++c.revoked;
   }
 }

@@ -44,6 +44,18 @@ std::map<std::string, int64_t> upsert_items(Tx& tx, int64_t activity_id, const D
   return ids;
 }
 
+// A row's id and its name (a prize's code, a fuse rule's name).
+struct NamedRow {
+  int64_t id = 0;
+  std::string name;
+};
+// The rows of `sql`, a SELECT of (id, name) with the activity's id as $1.
+std::vector<NamedRow> named_rows(Tx& tx, const std::string& sql, int64_t activity_id) {
+  std::vector<NamedRow> out;
+  for (auto& r : tx.query(sql, {activity_id}).rows) out.push_back({r.i64(0), r.str(1)});
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRow& v, const Definition& d,
@@ -97,11 +109,11 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
       prize_ids[p.code] = r[0].i64(0);
     }
   }
-  for (auto& r : tx.query("SELECT id, code FROM prize WHERE activity_id = $1 AND retired = 0", {a.id}).rows) {
-    if (prize_ids.count(r.str(1))) continue;
-    tx.exec("UPDATE prize SET retired = 1, consolation = 0 WHERE id = $1", {r.i64(0)});
-    retired.insert(r.str(1));
-    did.push_back("prize " + r.str(1) + " retired: no longer drawn; its stock stays accounted");
+  for (auto& p : named_rows(tx, "SELECT id, code FROM prize WHERE activity_id = $1 AND retired = 0", a.id)) {
+    if (prize_ids.count(p.name)) continue;
+    tx.exec("UPDATE prize SET retired = 1, consolation = 0 WHERE id = $1", {p.id});
+    retired.insert(p.name);
+    did.push_back("prize " + p.name + " retired: no longer drawn; its stock stays accounted");
   }
 
   // 4. budget: the running one carries over (activity budget changes it); a first one starts with
@@ -140,10 +152,10 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
                 params) == 0)
       insert_fuse_rule(tx, a.id, f, f.prize ? prize_ids.at(*f.prize) : 0);
   }
-  for (auto& r : tx.query("SELECT id, name FROM fuse_rule WHERE activity_id = $1 AND enabled = 1", {a.id}).rows)
-    if (!rules.count(r.str(1))) {
-      tx.exec("UPDATE fuse_rule SET enabled = 0 WHERE id = $1", {r.i64(0)});
-      did.push_back("fuse rule " + r.str(1) + " disabled");
+  for (auto& f : named_rows(tx, "SELECT id, name FROM fuse_rule WHERE activity_id = $1 AND enabled = 1", a.id))
+    if (!rules.count(f.name)) {
+      tx.exec("UPDATE fuse_rule SET enabled = 0 WHERE id = $1", {f.id});
+      did.push_back("fuse rule " + f.name + " disabled");
     }
 
   audit(tx, who, "activity.version.switch", "activity", a.code,

@@ -32,6 +32,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   if (auto p = r.opt_str(7)) c->limit_period = parse_period(*p).value_or(Period::total);
   c->has_budget = r.i64(9) > 0;
   c->has_ladder = r.i64(10) > 0;
+  const std::string definition = r.str(8);  // the stored, reviewed version's text
   auto ps = s.query(
       "SELECT p.id, p.code, i.code, i.kind, i.channel, p.amount, p.amount_max, i.unit_cost_cents, p.buckets, "
       "p.user_limit, p.user_limit_period, p.weight, p.consolation, p.validity_days, p.high_value "
@@ -63,7 +64,7 @@ std::shared_ptr<const ActivityCatalog> load_catalog(store::Session& s, int64_t a
   c->pool = WeightedPool(weights);
   if (c->kind == activity::Kind::lottery) {
     // Guarantees live only in the definition text: read them from the stored, reviewed version.
-    auto parsed = activity::parse_definition(r.str(8), c->code);
+    auto parsed = activity::parse_definition(definition, c->code);
     if (parsed.def) {
       for (auto& g : parsed.def->guarantees) {
         for (size_t i = 0; i < c->prizes.size(); ++i)

@@ -7,6 +7,44 @@
 
 namespace rc::engine {
 
+namespace {
+
+// What a grant holds and the rules it was counted under: what give_back returns.
+struct Holdings {
+  int64_t activity_id = 0, prize_id = 0;
+  std::optional<int64_t> bucket;  // none: the grant names no bucket (the user's preferred one)
+  std::string timezone;           // the activity's, for the limit's period key
+  // each limit (activity's, prize's): set when it has a count, with its period (total when unset)
+  std::optional<Period> activity_limit_period, prize_limit_period;
+  int64_t prize_buckets = 1;
+  std::string user;
+  int64_t cost_cents = 0;
+  Millis created_at = 0;
+  bool has_budget = false;
+};
+
+Holdings to_holdings(const store::Row& x) {
+  auto period = [&](size_t limit_col, size_t period_col) -> std::optional<Period> {
+    if (x.is_null(limit_col)) return std::nullopt;
+    return parse_period(x.str_or(period_col, "total")).value_or(Period::total);
+  };
+  Holdings h;
+  h.activity_id = x.i64(0);
+  h.prize_id = x.i64(1);
+  h.bucket = x.opt_i64(2);
+  h.timezone = x.str(3);
+  h.activity_limit_period = period(6, 4);
+  h.prize_limit_period = period(7, 5);
+  h.prize_buckets = x.i64(8);
+  h.user = x.str(9);
+  h.cost_cents = x.i64(10);
+  h.created_at = x.i64(11);
+  h.has_budget = x.i64(12) > 0;
+  return h;
+}
+
+}  // namespace
+
 GivenBack give_back(store::Session& tx, int64_t grant_id) {
   auto info = tx.query(
       "SELECT g.activity_id, g.prize_id, g.bucket, a.timezone, a.user_limit_period, p.user_limit_period, "
@@ -15,25 +53,18 @@ GivenBack give_back(store::Session& tx, int64_t grant_id) {
       "FROM grants g JOIN activity a ON a.id = g.activity_id JOIN prize p ON p.id = g.prize_id WHERE g.id = $1",
       {grant_id});
   if (info.empty()) throw Error(Errc::internal, "grant " + std::to_string(grant_id) + " not found to give back");
-  const auto& x = info[0];
-  const int64_t activity_id = x.i64(0), prize_id = x.i64(1), cost = x.i64(10);
-  const std::string user = x.str(9), tz = x.str(3);
-  const Millis made = x.i64(11);
+  const Holdings h = to_holdings(info[0]);
   GivenBack g;
-  g.bucket = x.is_null(2) ? preferred_bucket(user, x.i64(8)) : x.i64(2);
-  if (!x.is_null(6)) {
-    auto per = parse_period(x.str_or(4, "total")).value_or(Period::total);
-    return_limit(tx, scope_activity(activity_id), user, period_key(per, made, tz));
+  g.bucket = h.bucket ? *h.bucket : preferred_bucket(h.user, h.prize_buckets);
+  if (h.activity_limit_period)
+    return_limit(tx, scope_activity(h.activity_id), h.user, period_key(*h.activity_limit_period, h.created_at, h.timezone));
+  if (h.prize_limit_period)
+    return_limit(tx, scope_prize(h.prize_id), h.user, period_key(*h.prize_limit_period, h.created_at, h.timezone));
+  if (h.cost_cents > 0 && h.has_budget) {
+    return_budget(tx, h.activity_id, h.cost_cents);
+    g.budget_cents = h.cost_cents;
   }
-  if (!x.is_null(7)) {
-    auto per = parse_period(x.str_or(5, "total")).value_or(Period::total);
-    return_limit(tx, scope_prize(prize_id), user, period_key(per, made, tz));
-  }
-  if (cost > 0 && x.i64(12) > 0) {
-    return_budget(tx, activity_id, cost);
-    g.budget_cents = cost;
-  }
-  return_stock(tx, prize_id, g.bucket);
+  return_stock(tx, h.prize_id, g.bucket);
   return g;
 }
 
