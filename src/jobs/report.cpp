@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/activity/activity.hpp"
 #include "core/activity/window.hpp"
 #include "core/states.hpp"
 #include "core/zone_day.hpp"
@@ -18,38 +19,29 @@ Millis floor_to(Millis t, Millis unit) {
   return q * unit;
 }
 
-// The header without its approvals, from the activity query of read_header.
-Header to_header(const store::Row& x) {
-  Header h;
-  h.code = x.str(1);
-  h.name = x.str(2);
-  h.kind = x.str(3);
-  h.state = x.str(4);
-  h.timezone = x.str(5);
-  h.definition_hash = x.str(6);
-  h.created_by = x.str(7);
-  h.version = x.i64(8);
-  h.start_at = x.i64(9);
-  h.end_at = x.i64(10);
-  return h;
-}
-
 // "role:operator" from a (role, operator) row of activity_review.
 std::string approval_name(const store::Row& a) { return a.str(0) + ":" + a.str(1); }
 
 Header read_header(store::Tx& tx, const std::string& code, int64_t& id) {
-  auto r = tx.query(
-      "SELECT id, code, name, kind, state, timezone, definition_hash, created_by, version, start_at, end_at "
-      "FROM activity WHERE code = $1",
-      {code});
-  if (r.empty()) throw Error(Errc::not_found, "no activity " + code);
-  id = r[0].i64(0);
-  Header h = to_header(r[0]);
-  for (auto& a : tx.query("SELECT role, operator FROM activity_review WHERE activity_id = $1 AND decision = 'approve' "
+  const auto a = activity::find(tx, code);
+  if (!a) throw Error(Errc::not_found, "no activity " + code);
+  id = a->id;
+  Header h;
+  h.code = a->code;
+  h.name = a->name;
+  h.kind = name(a->kind);
+  h.state = name(a->state);
+  h.timezone = a->timezone;
+  h.definition_hash = a->definition_hash;
+  h.created_by = a->created_by;
+  h.version = a->version;
+  h.start_at = a->start_at;
+  h.end_at = a->end_at;
+  for (auto& r : tx.query("SELECT role, operator FROM activity_review WHERE activity_id = $1 AND decision = 'approve' "
                           "AND voided = 0 AND definition_hash = $2 ORDER BY id",
                           {id, h.definition_hash})
                      .rows)
-    h.approved_by.push_back(approval_name(a));
+    h.approved_by.push_back(approval_name(r));
   return h;
 }
 
