@@ -12,6 +12,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/states.hpp"
 #include "core/store/store.hpp"
 #include "jobs/import_load.hpp"
 #include "jobs/import_rows.hpp"
@@ -82,7 +83,8 @@ struct RevokeResult {
 RevokeResult revoke_qualifications(store::Store& s, const RevokeOptions& o, const Clock& clock);
 
 struct Qualification {
-  std::string user_id, status;
+  std::string user_id;
+  QualificationStatus status = QualificationStatus::unused;
   std::optional<std::string> source, import_id, ext;
   std::optional<int64_t> import_line, expires_at;
   Millis created_at = 0, updated_at = 0;

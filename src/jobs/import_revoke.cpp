@@ -204,7 +204,7 @@ std::optional<Qualification> find_qualification(store::Store& s, const std::stri
   const auto& row = r[0];
   Qualification q;
   q.user_id = row.str(0);
-  q.status = row.str(1);
+  q.status = state_from_db<QualificationStatus>(row.str(1));
   q.source = row.opt_str(2);
   q.import_id = row.opt_str(3);
   q.ext = row.opt_str(4);
