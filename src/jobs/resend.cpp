@@ -162,6 +162,7 @@ ResendBill to_bill(const store::Row& r) {
   b.expires_at = r.i64(10);
   b.updated_at = r.i64(11);
   b.last_error = r.opt_str(12);
+  b.grant_id = r.i64(13);
   return b;
 }
 
@@ -170,10 +171,9 @@ const char* kBillSelect =
     "rb.next_attempt_at, rb.expires_at, rb.updated_at, rb.last_error, rb.grant_id "
     "FROM resend_bill rb JOIN grants g ON g.id = rb.grant_id JOIN activity a ON a.id = g.activity_id ";
 
-ResendBill find_bill(store::Session& s, const std::string& bill_no, int64_t* grant_id = nullptr) {
+ResendBill find_bill(store::Session& s, const std::string& bill_no) {
   auto r = s.query(std::string(kBillSelect) + "WHERE rb.bill_no = $1", {bill_no});
   if (r.empty()) throw Error(Errc::not_found, "no resend bill '" + bill_no + "' (see rewardctl resend list)");
-  if (grant_id) *grant_id = r[0].i64(13);
   return to_bill(r[0]);
 }
 
@@ -257,8 +257,8 @@ ResendChange abandon_resend(store::Store& s, const std::string& bill_no, const s
   ResendChange out;
   s.transact(store::TxMode::write, [&](store::Tx& tx) {
     out = ResendChange{};
-    int64_t gid = 0;
-    auto b = find_bill(tx, bill_no, &gid);
+    auto b = find_bill(tx, bill_no);
+    const int64_t gid = b.grant_id;
     out.bill = b;
     const std::string why = "abandoned: " + reason;
     if (b.state == ResendState::done) {

@@ -32,7 +32,7 @@ struct ResendOptions {
 void resend(JobRun& run, engine::Engine& eng, const ResendOptions& o);
 
 struct ResendBill {
-  int64_t id = 0;
+  int64_t id = 0, grant_id = 0;
   std::string bill_no, record_code, activity, user, channel;
   ResendState state = ResendState::pending;
   GrantState grant_state = GrantState::init;
