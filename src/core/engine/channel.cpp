@@ -28,6 +28,7 @@ namespace {
 class LedgerChannel : public Channel {
  public:
   bool in_database() const override { return true; }
+  bool credits_ledger() const override { return true; }
   std::optional<GrantState> deliver_from_init(store::Session& s, GrantView& g, const std::string& actor,
                                               Millis now) override {
     return deliver_inline(s, InlineChannel::ledger, g, actor, now);

@@ -63,6 +63,11 @@ class Channel {
   // Error(internal): an in-database channel is never called.
   virtual delivery::Result call(const delivery::Request& r);
 
+  // True only for the built-in ledger: its deliver_from_init writes exactly a ledger credit (bill,
+  // entry, balance), which the one-statement claim (claim_one.hpp) writes itself. A channel that
+  // says false (every other, and any a test factory builds) always goes through deliver_from_init.
+  virtual bool credits_ledger() const { return false; }
+
   // Remote channels: the longest one call() may take. A resend becomes due only after it passed.
   virtual int timeout_ms() const { return 0; }
 };

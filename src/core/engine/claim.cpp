@@ -275,6 +275,14 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
                  out.grant ? " record=" + out.grant->record_code + " state=" + name(out.grant->state) : "", out.duration_us);
     return out;
   };
+  // PostgreSQL: the common claim in one round trip, when it grants (claim_one.hpp)
+  if (auto g = claim_in_one(r, now)) {
+    out.status = Status::granted;
+    out.grant = std::move(g);
+    // 9. a remote channel (webhook) delivers after the commit, as below
+    if (r.deliver && out.grant->state == GrantState::init) deliver_after_commit(out);
+    return finish();
+  }
   bool twin = false;
   std::optional<GrantView> granted;
   std::optional<int64_t> blocked_prize;

@@ -16,6 +16,8 @@
 //   9 delivery: a channel in the database (ledger, outbox) in that same transaction, init -> success
 //     | awaiting_external, one commit for all   deliver_inline; a remote channel (webhook) after
 //     commit: init -> issuing with a persisted bill number, then the call   deliver
+// On PostgreSQL the common claim (a direct prize; ledger, webhook or no delivery) runs all of this as
+// one statement first (claim_one.hpp); whatever it does not grant goes through the steps above.
 // After the claim: reversal (reversal.hpp), the outbox's answer (completion.hpp), reads (grant_view.hpp).
 #include <cstdint>
 #include <functional>
@@ -83,6 +85,10 @@ struct EngineOptions {
   int64_t resend_first_delay_ms = 60'000;
   int64_t resend_expiry_ms = 5LL * 24 * 3600 * 1000;
   int64_t sold_out_memory_ms = 2'000;  // a prize seen sold out is rejected without a write for this long
+  // PostgreSQL: the common claim (a direct prize through the built-in ledger) as one statement, one
+  // round trip (claim_one.hpp); the full flow decides whatever it does not grant. false: always the
+  // full flow (tests compare the two).
+  bool one_statement_claims = true;
   // Posts an alert queued by a budget ladder step move, after its commit (the CLI posts the signed
   // [alerts] webhook). Empty: no webhook configured, the alert is recorded as skipped.
   AlertPoster post_alert;
@@ -169,6 +175,11 @@ class Engine {
   std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
                                                  int64_t version);
   void deliver_after_commit(ClaimOutcome& out);
+  // The claim as one statement (claim_one.hpp) when it applies: the granted grant, or nullopt
+  // (nothing written) when the full flow has to run.
+  std::optional<GrantView> claim_in_one(const ClaimRequest& r, Millis now);
+  // The cached rules of activity `code` as last read (any version), or nullptr.
+  std::shared_ptr<const ActivityCatalog> cached_catalog(const std::string& code);
   bool known_sold_out(int64_t prize_id);
   void remember_sold_out(int64_t prize_id);
   // claim_many: an activity whose last chunk the deferred takes did not cover (its budget or a
