@@ -386,10 +386,12 @@ int main(int argc, char** argv) {
     std::printf(
         "\nactivity: direct, budget and a per-user daily limit, one prize delivered by the ledger channel.\n"
         "raw: UPDATE stock ... remain > 0 + INSERT unique biz_id + COMMIT (16 buckets: one bucket per worker).\n"
-        "core: Engine::claim, steps 1-8 of the common flow, one transaction, no delivery.\n"
+        "core: Engine::claim, steps 1-8 of the common flow, one transaction, no delivery (PostgreSQL: one\n"
+        "  statement, rewardctl_claim_one, docs/design.md 4).\n"
         "raw-equiv: the rows core+ledger writes (limit counter, grant, 2 status-log rows, budget, stock, bill,\n"
         "  ledger entry, account) by prepared statements in one transaction, no reads.\n"
-        "core+ledger: Engine::claim delivered through the in-database ledger, in the claim's own transaction.\n"
+        "core+ledger: Engine::claim delivered through the in-database ledger, in the claim's own transaction\n"
+        "  (PostgreSQL: the same one statement).\n"
         "ledger/req = core+ledger / raw-equiv (goal >= 0.8); core/raw = core / raw. Targets (DESIGN 8): PostgreSQL\n"
         "hot prize 16 workers >= 0.7; buckets >= 2.5 x the raw single-row claim; SQLite >= 0.4.\n");
   return 0;
