@@ -245,3 +245,23 @@ TEST_CASE("claim one: the function takes the activity's claim lock under the key
   }
   CHECK(found == 2);  // both dialects (SQLite's installs nothing)
 }
+
+// A role without EXECUTE on the function, or a database restored without it: claims still run, by
+// the full flow (the function is only ever a shortcut).
+TEST_CASE("claim one: a function that cannot be called leaves claims to the full flow") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  if (backend() == "postgres") db.open()->exec("DROP FUNCTION rewardctl_claim_one");
+  auto e = engine(db, kNow);
+  for (int i = 0; i < 2; ++i) {
+    auto o = e.engine->claim(request("u" + std::to_string(i), "b" + std::to_string(i)));
+    REQUIRE(o.status == rc::engine::Status::granted);
+    CHECK(o.grant->state == rc::GrantState::success);
+  }
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 2);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 2);
+  // the CLI too (a new process, its first claim)
+  auto r = db.ok({"claim", "act", "--user", "u9", "--biz-id", "b9", "-o", "json"});
+  CHECK(last_json(r)["outcome"] == "granted");
+}

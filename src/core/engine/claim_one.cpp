@@ -1,6 +1,8 @@
 // The one-statement claim (claim_one.hpp) and Engine::claim_in_one, which decides when it applies.
 #include "core/engine/claim_one.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "core/engine/catalog.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
@@ -36,7 +38,7 @@ std::shared_ptr<const ActivityCatalog> Engine::cached_catalog(const std::string&
 }
 
 std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now) {
-  if (st_.dialect() != store::Dialect::postgres || !opts_.one_statement_claims || r.dry_run ||
+  if (st_.dialect() != store::Dialect::postgres || !opts_.one_statement_claims || one_statement_off_ || r.dry_run ||
       r.list_item_id || r.retried_after_release)
     return std::nullopt;
   auto cat = cached_catalog(r.activity);
@@ -102,6 +104,15 @@ std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now)
     return std::nullopt;  // a deadlock or serialization failure: the full flow retries
   } catch (const store::UniqueViolation&) {
     return std::nullopt;  // a record code or bill number taken: the full flow answers
+  } catch (const Error& e) {
+    // The function cannot be called: a role without EXECUTE on it (42501), or a database restored
+    // without it (42883). The statement wrote nothing; the full flow needs only the tables, so this
+    // engine stops trying and says so once. Anything else is the full flow's to report too.
+    if (e.kind() != Errc::not_permitted && e.kind() != Errc::internal) throw;
+    if (!one_statement_off_.exchange(true))
+      spdlog::warn("claims run the full flow: rewardctl_claim_one cannot be called ({}); grant the role EXECUTE "
+                   "on it, or run `rewardctl db migrate`", e.what());
+    return std::nullopt;
   }
   if (!id) return std::nullopt;
 

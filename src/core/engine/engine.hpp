@@ -19,6 +19,7 @@
 // On PostgreSQL the common claim (a direct prize; ledger, webhook or no delivery) runs all of this as
 // one statement first (claim_one.hpp); whatever it does not grant goes through the steps above.
 // After the claim: reversal (reversal.hpp), the outbox's answer (completion.hpp), reads (grant_view.hpp).
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -198,6 +199,8 @@ class Engine {
   std::map<int64_t, Millis> sold_out_;
   std::map<std::string, Millis> uncovered_;
   std::map<std::string, std::unique_ptr<Channel>> built_channels_;
+  // the one-statement claim could not be called (no EXECUTE, or no function): full flow from now on
+  std::atomic<bool> one_statement_off_{false};
 };
 
 }  // namespace rc::engine
