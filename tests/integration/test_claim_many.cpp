@@ -44,8 +44,11 @@ TEST_CASE("claim_many: a chunk its stock and budget cover takes them once, at it
   s.buckets = 4;
   s.budget = 100'000;
   seed(db, s);
-  // the engine's statements, seen through a store that only counts
-  auto f = faulty(db, 0);
+  // the engine's statements, seen through a store that only counts; the full flow's chunk (on
+  // PostgreSQL a covered chunk is otherwise one statement: test_claim_one.cpp, "claim chunk")
+  rc::engine::EngineOptions full;
+  full.one_statement_claims = false;
+  auto f = faulty(db, 0, full);
   EngineBox& b = f.box;
   const FaultStore& seen = *f.fs;
   auto outs = chunk(b, "u", 40);
@@ -226,6 +229,7 @@ TEST_CASE("claim_many: after a chunk the budget did not cover, the next chunk ru
   seed(db, s);
   rc::engine::EngineOptions o;
   o.sold_out_memory_ms = 600'000;  // the memory outlasts the test however slow the machine
+  o.one_statement_claims = false;  // the full flow's chunks (the statements are counted)
   auto f = faulty(db, 0, o);
   EngineBox& b = f.box;
   const FaultStore& seen = *f.fs;

@@ -234,16 +234,16 @@ TEST_CASE("claim one: concurrent claims on one hot prize never oversell, and eac
 
 // The function takes the same claim lock as read_gate and a version switch (activity/versions.hpp):
 // its key is written out in the migration, so this pins the two together.
-TEST_CASE("claim one: the function takes the activity's claim lock under the key the switch takes") {
+TEST_CASE("claim one: the functions take the activity's claim lock under the key the switch takes") {
   int found = 0;
   for (const auto& m : rc::embedded::migrations()) {
-    if (m.name != "0012_claim_one_statement") continue;
+    if (m.name != "0012_claim_one_statement" && m.name != "0013_claim_chunk") continue;
     ++found;
     const bool has = m.sql.find("pg_advisory_xact_lock_shared(" + rc::activity::claim_lock_args("p_code") + ")") !=
                      std::string::npos;
     CHECK(has == (m.dialect == "postgres"));
   }
-  CHECK(found == 2);  // both dialects (SQLite's installs nothing)
+  CHECK(found == 4);  // both functions, both dialects (SQLite's install nothing)
 }
 
 // A role without EXECUTE on the function, or a database restored without it: claims still run, by
@@ -264,4 +264,255 @@ TEST_CASE("claim one: a function that cannot be called leaves claims to the full
   // the CLI too (a new process, its first claim)
   auto r = db.ok({"claim", "act", "--user", "u9", "--biz-id", "b9", "-o", "json"});
   CHECK(last_json(r)["outcome"] == "granted");
+}
+
+// ---- a chunk in one statement (rewardctl_claim_chunk, list-issue's chunks) ----
+
+namespace {
+
+// Requests for users prefix0..prefix(n-1), under biz ids "<biz>:<user>", for claim_many.
+std::vector<rc::engine::ClaimRequest> chunk_requests(const std::string& prefix, int n, const std::string& biz = "c") {
+  std::vector<rc::engine::ClaimRequest> rs;
+  for (int i = 0; i < n; ++i) rs.push_back(request(prefix + std::to_string(i), biz + ":" + prefix + std::to_string(i)));
+  return rs;
+}
+
+std::vector<rc::engine::ClaimOutcome> run_chunk(EngineBox& b, const std::vector<rc::engine::ClaimRequest>& rs) {
+  std::vector<rc::engine::ClaimOutcome> outs;
+  b.store->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) { outs = b.engine->claim_many(tx, rs); });
+  return outs;
+}
+
+size_t naming(const std::vector<std::string>& log, size_t from, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = from; i < log.size(); ++i) n += log[i].find(what) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("claim chunk: a chunk writes the same rows and answers the same as the full flow, in one statement") {
+  // the same chunk (same users, same biz ids, same clock) in two databases: one statement, and the
+  // full flow request by request
+  TestDb one_db, ref_db;
+  Spec s;
+  s.limit = 3;
+  s.period = "day";
+  s.budget = 1'000'000;
+  s.amount = 2;
+  s.buckets = 4;
+  s.extra = "[[prizes]]\ncode = \"p2\"\nitem = \"thing\"\namount = 5\nstock = 50\nvalidity_days = 7\n"
+            "[prizes.limit]\ncount = 2\nperiod = \"week\"\n";
+  for (const TestDb* db : {&one_db, &ref_db}) {
+    db->migrate();
+    seed(*db, s);
+  }
+  rc::engine::EngineOptions full;
+  full.one_statement_claims = false;
+  auto one = engine(one_db, kNow);
+  auto ref = engine(ref_db, kNow, full);
+  for (bool deliver : {true, false})
+    for (std::string prize : {"", "p1", "p2"}) {
+      CAPTURE(deliver);
+      CAPTURE(prize);
+      auto rs = chunk_requests(deliver ? "d" : "n", 12, "c" + prize);
+      for (auto& r : rs) {
+        r.deliver = deliver;
+        if (!prize.empty()) r.prize = prize;
+      }
+      auto a = run_chunk(one, rs), b = run_chunk(ref, rs);
+      REQUIRE(a.size() == rs.size());
+      REQUIRE(b.size() == rs.size());
+      for (size_t i = 0; i < rs.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(a[i].status == rc::engine::Status::granted);
+        REQUIRE(b[i].status == rc::engine::Status::granted);
+        CHECK(view_of(*a[i].grant) == view_of(*b[i].grant));
+        CHECK(a[i].grant->state == (deliver ? rc::GrantState::success : rc::GrantState::init));
+        CHECK(rows_of(one_db, rs[i].biz_id) == rows_of(ref_db, rs[i].biz_id));
+        // the answer reads back as stored
+        auto reader = one_db.open();
+        auto back = rc::engine::find_grant(reader->autocommit(), a[i].grant->record_code);
+        REQUIRE(back);
+        CHECK(view_of(*back) == view_of(*a[i].grant));
+        CHECK(back->id == a[i].grant->id);
+        CHECK(back->bill_no == a[i].grant->bill_no);
+      }
+    }
+  for (auto sql : {"SELECT sum(remain) FROM stock", "SELECT consumed_cents FROM budget",
+                   "SELECT count(*) FROM status_log", "SELECT sum(balance) FROM ledger_account",
+                   "SELECT sum(used) FROM limit_counter"}) {
+    CAPTURE(sql);
+    CHECK(one_db.count(sql) == ref_db.count(sql));
+  }
+  // buckets: each gave exactly the grants recorded on it
+  CHECK(one_db.count("SELECT count(*) FROM stock s WHERE s.total - s.remain <> (SELECT count(*) FROM grants g WHERE "
+                     "g.prize_id = s.prize_id AND g.bucket = s.bucket)") == 0);
+  // which path wrote them: the statement writes a chunk's init rows, then its success rows; the
+  // full flow writes each grant's two rows one after the other
+  const std::string adjacent =
+      "SELECT count(*) FROM status_log a JOIN status_log b ON b.entity = 'grant' AND b.entity_id = a.entity_id AND "
+      "b.to_state = 'success' WHERE a.entity = 'grant' AND a.to_state = 'init' AND b.id = a.id + 1";
+  CHECK(ref_db.count(adjacent) == 36);
+  CHECK(one_db.count(adjacent) == (backend() == "postgres" ? 0 : 36));
+}
+
+TEST_CASE("claim chunk: a covered chunk is one call of the function on PostgreSQL, the full flow on SQLite") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 1000;
+  s.buckets = 4;
+  s.budget = 1'000'000;
+  s.limit = 1;
+  seed(db, s);
+  auto f = faulty(db, 0);
+  run_chunk(f.box, chunk_requests("w", 5));  // warms the rules' cache
+  const auto& log = f.fs->log();
+  const size_t before = log.size();
+  auto outs = run_chunk(f.box, chunk_requests("u", 50));
+  for (auto& o : outs) CHECK(o.status == rc::engine::Status::granted);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 55);
+  if (backend() == "postgres") {
+    // BEGIN, SAVEPOINT, the call, RELEASE, COMMIT: no statement per request
+    CHECK(naming(log, before, "rewardctl_claim_chunk") == 1);
+    CHECK(naming(log, before, "INSERT INTO grants") == 0);
+    CHECK(log.size() - before <= 5);
+  } else {
+    CHECK(naming(log, before, "rewardctl_claim_chunk") == 0);
+    CHECK(naming(log, before, "INSERT INTO grants") == 50);
+  }
+}
+
+TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the statement; each gets claim()'s answer") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 100;
+  s.buckets = 2;
+  s.budget = 1'000'000;
+  s.limit = 1;
+  s.black = "\"u5\"";
+  seed(db, s);
+  auto e = engine(db, kNow);
+  // a2 has had its one grant: the statement's limit update refuses after the counters of a0 and a1
+  REQUIRE(e.engine->claim(request("a2", "earlier:a2")).status == rc::engine::Status::granted);
+  auto outs = run_chunk(e, chunk_requests("a", 5));
+  REQUIRE(outs.size() == 5);
+  for (int i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(outs[size_t(i)].status == (i == 2 ? rc::engine::Status::rejected : rc::engine::Status::granted));
+  }
+  CHECK(outs[2].reason == "limit_reached");
+  // u5 is blacklisted and u7's biz id is taken (by u7: a replay): the gate refuses
+  REQUIRE(e.engine->claim(request("u7", "c:u7")).status == rc::engine::Status::granted);
+  outs = run_chunk(e, chunk_requests("u", 10));
+  REQUIRE(outs.size() == 10);
+  for (int i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    const auto& o = outs[size_t(i)];
+    if (i == 5) {
+      CHECK(o.status == rc::engine::Status::rejected);
+      CHECK(o.reason == "blacklisted");
+    } else if (i == 7) {
+      CHECK(o.status == rc::engine::Status::replayed);
+    } else {
+      CHECK(o.status == rc::engine::Status::granted);
+    }
+  }
+  // exactly 2 + 4 + 8 grants, each once, with everything that goes with them
+  CHECK(db.count("SELECT count(*) FROM grants") == 14);
+  CHECK(db.count("SELECT sum(used) FROM limit_counter") == 14);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 1400);
+  CHECK(db.count("SELECT sum(remain) FROM stock") == 86);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 14);
+  CHECK(db.count("SELECT count(*) FROM delivery_bill") == 14);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 28);
+  CHECK(db.count("SELECT sum(balance) FROM ledger_account") == 14);
+}
+
+TEST_CASE("claim chunk: a bucket short of its users' units refuses the chunk; the full flow moves on to the next") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 4;
+  s.buckets = 2;  // 2 units each
+  s.budget = 1'000'000;
+  seed(db, s);
+  auto e = engine(db, kNow);
+  // three users who prefer bucket 0: its 2 units are short of 3 after the grants, ledger and budget
+  std::vector<rc::engine::ClaimRequest> rs;
+  for (int i = 0; rs.size() < 3 && i < 1000; ++i) {
+    std::string u = "z" + std::to_string(i);
+    if (rc::engine::preferred_bucket(u, 2) == 0) rs.push_back(request(u, "z:" + u));
+  }
+  REQUIRE(rs.size() == 3);
+  auto outs = run_chunk(e, rs);
+  for (auto& o : outs) CHECK(o.status == rc::engine::Status::granted);
+  CHECK(db.count("SELECT remain FROM stock WHERE bucket = 0") == 0);
+  CHECK(db.count("SELECT remain FROM stock WHERE bucket = 1") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE bucket = 1") == 1);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 300);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 3);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 6);
+}
+
+TEST_CASE("claim chunk: concurrent chunks sharing users never oversell, and each user is limited once") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 100;
+  s.buckets = 4;
+  s.budget = 1'000'000;
+  s.limit = 1;
+  seed(db, s);
+  // 4 workers x 4 chunks of 10: 80 users, each in two workers' chunks (in a different order), 100 units
+  std::atomic<int> granted{0}, limited{0}, other{0};
+  std::vector<std::thread> ts;
+  for (int w = 0; w < 4; ++w)
+    ts.emplace_back([&, w] {
+      auto b = engine(db);
+      for (int c = 0; c < 4; ++c) {
+        std::vector<rc::engine::ClaimRequest> rs;
+        for (int i = 0; i < 10; ++i) {
+          const int u = (w % 2) * 40 + c * 10 + (w < 2 ? i : 9 - i);
+          rs.push_back(request("u" + std::to_string(u), "w" + std::to_string(w) + ":" + std::to_string(u)));
+        }
+        for (auto& o : run_chunk(b, rs)) {
+          if (o.status == rc::engine::Status::granted) ++granted;
+          else if (o.reason == "limit_reached") ++limited;
+          else ++other;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(granted == 80);
+  CHECK(limited == 80);
+  CHECK(other == 0);
+  CHECK(db.count("SELECT count(*) FROM grants") == 80);
+  CHECK(db.count("SELECT count(DISTINCT user_id) FROM grants") == 80);
+  CHECK(db.count("SELECT sum(remain) FROM stock") == 20);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 8000);
+  CHECK(db.count("SELECT sum(used) FROM limit_counter") == 80);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 80);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 160);
+  CHECK(db.count("SELECT count(*) FROM stock s WHERE s.total - s.remain <> (SELECT count(*) FROM grants g WHERE "
+                 "g.prize_id = s.prize_id AND g.bucket = s.bucket)") == 0);
+}
+
+TEST_CASE("claim chunk: a chunk function that cannot be called leaves chunks to the full flow") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  if (backend() == "postgres") db.open()->exec("DROP FUNCTION rewardctl_claim_chunk");
+  auto e = engine(db, kNow);
+  for (int c = 0; c < 2; ++c) {
+    auto outs = run_chunk(e, chunk_requests("u" + std::to_string(c) + "_", 5));
+    for (auto& o : outs) {
+      REQUIRE(o.status == rc::engine::Status::granted);
+      CHECK(o.grant->state == rc::GrantState::success);
+    }
+  }
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 10);
+  CHECK(db.count("SELECT count(*) FROM ledger_entry") == 10);
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/engine/budget.hpp"
+#include "core/engine/claim_one.hpp"
 #include "core/engine/engine.hpp"
 #include "core/engine/grant_view.hpp"
 #include "core/engine/held.hpp"
@@ -62,6 +63,8 @@ std::vector<ClaimOutcome> Engine::claim_many(store::Tx& tx, const std::vector<Cl
   // rest of a batch would (19,900 budget_exhausted items took 27 s instead of 16). So the chunks of
   // an activity whose last chunk did not fit take as they go for a while (known_uncovered).
   if (rs.size() < 2 || known_uncovered(rs.front().activity)) return claim_each(tx, rs, nullptr);
+  // PostgreSQL: the whole chunk in one statement when every request is granted (claim_one.hpp)
+  if (auto outs = claim_chunk_in_one(tx, rs, clock_.now_ms())) return std::move(*outs);
   // The hot rows once, at the end (engine.hpp); a chunk they do not cover runs again taking as it goes.
   tx.exec_script("SAVEPOINT claim_chunk");
   std::vector<HotTake> takes;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.hpp"
 #include "core/store/store.hpp"
@@ -49,5 +50,30 @@ struct OneStatementClaim {
 // store throws (store::Retryable for a deadlock or serialization failure, store::UniqueViolation for
 // a record code or bill number taken).
 std::optional<int64_t> claim_one_statement(store::Session& s, const OneStatementClaim& c, Millis now);
+
+// A chunk of claims as one statement (rewardctl_claim_chunk, sql/0013_claim_chunk.sql): the set-based
+// form of the same claim for list-issue's chunks (Engine::claim_many). Every request is for the same
+// prize of the same activity, each for a different user under a different biz_id. Same contract,
+// for the chunk as a whole: it grants every request, writing what the full flow writes for each, or
+// none, writing nothing; the caller then runs the chunk through the full flow, which answers each
+// request. It runs inside the caller's transaction (the chunk's).
+struct ChunkItem {
+  std::string user, biz_id, record_code;
+  std::optional<std::string> bill_no, source;  // bill_no: as OneStatementClaim's, for this grant
+  std::optional<int64_t> list_item_id;
+  int64_t bucket = 0;  // the user's preferred bucket
+};
+struct OneStatementChunk {
+  // the rules shared by every request: activity, version, prize, amount, cost, channel, expiry,
+  // actor, why, limits, asset and bill message (its per-request fields are unused)
+  OneStatementClaim shared;
+  std::vector<ChunkItem> items;
+  std::optional<int64_t> budget_cents;  // the chunk's cost, taken from the budget at once; unset: none
+};
+
+// Runs the chunk as one statement in the caller's transaction on s. Returns the new grants' ids in
+// request order; nullopt when it granted nothing, with nothing written. Throws what the store throws
+// (the transaction is then aborted: store::Retryable for a deadlock).
+std::optional<std::vector<int64_t>> claim_chunk_statement(store::Session& s, const OneStatementChunk& c, Millis now);
 
 }  // namespace rc::engine

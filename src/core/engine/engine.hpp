@@ -97,6 +97,7 @@ struct EngineOptions {
 
 struct HeldResult;       // what became of a held grant (held.hpp)
 struct ActivityCatalog;  // cached static configuration of one activity version (engine internals)
+struct PrizeInfo;        // one prize of an ActivityCatalog
 
 // What a granted claim would have taken from the hot rows (budget, stock) when claim_many defers
 // those takes to the end of its chunk.
@@ -179,6 +180,21 @@ class Engine {
   // The claim as one statement (claim_one.hpp) when it applies: the granted grant, or nullopt
   // (nothing written) when the full flow has to run.
   std::optional<GrantView> claim_in_one(const ClaimRequest& r, Millis now);
+  // claim_many's chunk as one statement (claim_one.hpp) when every request qualifies: the outcomes
+  // (all granted), or nullopt (nothing written) when the chunk has to run through the full flow.
+  std::optional<std::vector<ClaimOutcome>> claim_chunk_in_one(store::Tx& tx, const std::vector<ClaimRequest>& rs,
+                                                              Millis now);
+  // Whether the one-statement paths may answer r at all (PostgreSQL, switched on, callable, not a
+  // dry run, not a release of a held request).
+  bool one_statement_allowed(const ClaimRequest& r) const;
+  // The rules of r's activity for the one-statement paths: cached, else read on s; nullptr when
+  // there is no such activity.
+  std::shared_ptr<const ActivityCatalog> one_statement_catalog(store::Session& s, const std::string& activity);
+  // The prize r would get on the one-statement paths, and whether the statement credits it through
+  // the ledger (else it stays in init); nullptr when only the full flow may answer r.
+  const PrizeInfo* one_statement_prize(const ActivityCatalog& cat, const ClaimRequest& r, bool& ledger_now);
+  // The function could not be called (no EXECUTE, or not installed): said once, full flow from then on.
+  void one_statement_unavailable(const char* function, const Error& e);
   // The cached rules of activity `code` as last read (any version), or nullptr.
   std::shared_ptr<const ActivityCatalog> cached_catalog(const std::string& code);
   bool known_sold_out(int64_t prize_id);

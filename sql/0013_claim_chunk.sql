@@ -1,0 +1,122 @@
+-- rewardctl schema v13: a chunk of claims in one statement on PostgreSQL (docs/design.md §4, "One
+-- round trip"): list-issue's chunks (Engine::claim_many) of direct claims on one prize, each for a
+-- different user, granted together or not at all. The chunk's items come as one JSONB array of
+-- {i (1..n, the request order), u (user), b (biz_id), r (record code), bill (bill number, or null:
+-- not delivered here), src (source), item (list item id), k (preferred bucket)}.
+-- Same contract as rewardctl_claim_one (0012), which this is the set-based form of: the same gate
+-- (no blacklisted user, no existing biz_id), the same conditional updates in the same order
+-- (limits, grants with their status log, ledger, budget, stock), and the same rows; a ledger grant
+-- is inserted once, in success. It grants every item or none: when any item would be refused -
+-- a limit reached, a twin's biz_id, a balance past 2^63-1, a bucket short of the units its users
+-- prefer, the budget short of the sum - it writes nothing and returns NULL, and the caller runs the
+-- chunk through the full flow, which answers each request. It runs inside the caller's transaction
+-- (the chunk's, which also moves the list items): one subtransaction for the chunk instead of one
+-- savepoint per item. Rows are locked in a fixed order (counters and accounts by user, buckets by
+-- number, budget before stock) so that two chunks never wait on each other crosswise.
+--@postgres CREATE FUNCTION rewardctl_claim_chunk(p_activity BIGINT, p_code TEXT, p_version BIGINT, p_now BIGINT,
+--@postgres     p_prize BIGINT, p_amount BIGINT, p_cost BIGINT, p_channel TEXT, p_expires BIGINT, p_actor TEXT,
+--@postgres     p_why TEXT, p_a_scope TEXT, p_a_period TEXT, p_a_limit BIGINT, p_p_scope TEXT, p_p_period TEXT,
+--@postgres     p_p_limit BIGINT, p_budget_cents BIGINT, p_asset TEXT, p_message TEXT, p_items JSONB)
+--@postgres RETURNS BIGINT[] LANGUAGE plpgsql AS $fn$
+--@postgres DECLARE
+--@postgres   n BIGINT := jsonb_array_length(p_items);
+--@postgres   done BIGINT;
+--@postgres   ids BIGINT[];
+--@postgres   bk RECORD;
+--@postgres BEGIN
+--@postgres   -- 2 the activity's claim lock, shared, to the commit (a version switch waits for the chunk)
+--@postgres   PERFORM pg_advisory_xact_lock_shared(7261750, hashtext(current_schema() || '/' || p_code));
+--@postgres   -- 1, 2, 4 the gate of rewardctl_claim_one, for every item
+--@postgres   PERFORM 1 FROM activity a WHERE a.id = p_activity AND a.code = p_code AND a.version = p_version
+--@postgres     AND a.state = 'live' AND a.start_at <= p_now AND p_now <= a.end_at
+--@postgres     AND NOT EXISTS (SELECT 1 FROM activity_user_list l JOIN jsonb_to_recordset(p_items) x(u TEXT)
+--@postgres                     ON l.user_id = x.u WHERE l.activity_id = a.id AND l.list = 'black')
+--@postgres     AND NOT EXISTS (SELECT 1 FROM fuse_event f WHERE f.activity_id = a.id AND f.state = 'tripped'
+--@postgres                     AND f.prize_id IS NULL)
+--@postgres     AND NOT EXISTS (SELECT 1 FROM prize p WHERE p.activity_id = a.id AND p.blocked = 1)
+--@postgres     AND NOT EXISTS (SELECT 1 FROM grants g JOIN jsonb_to_recordset(p_items) x(b TEXT) ON g.biz_id = x.b);
+--@postgres   IF NOT FOUND OR n < 1 THEN
+--@postgres     RETURN NULL;
+--@postgres   END IF;
+--@postgres   -- the writes, in the full flow's order; any refusal undoes all of them (the block's subtransaction)
+--@postgres   BEGIN
+--@postgres     -- 5 the per-user limits: one counter row per user, every one of them below its limit
+--@postgres     IF p_a_scope IS NOT NULL THEN
+--@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
+--@postgres         SELECT p_a_scope, x.u, p_a_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
+--@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_a_limit;
+--@postgres       GET DIAGNOSTICS done = ROW_COUNT;
+--@postgres       IF done <> n THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     IF p_p_scope IS NOT NULL THEN
+--@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
+--@postgres         SELECT p_p_scope, x.u, p_p_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
+--@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_p_limit;
+--@postgres       GET DIAGNOSTICS done = ROW_COUNT;
+--@postgres       IF done <> n THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     -- 7 the grants, in request order (in init, or + 9 in success with their bill numbers), and their ids
+--@postgres     WITH ins AS (
+--@postgres       INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state,
+--@postgres           bucket, pool_version, bill_no, channel, source, list_item_id, expires_at, created_at, updated_at)
+--@postgres         SELECT x.r, x.b, p_activity, p_prize, x.u, p_amount, p_cost,
+--@postgres           CASE WHEN x.bill IS NULL THEN 'init' ELSE 'success' END, x.k, p_version, x.bill, p_channel, x.src,
+--@postgres           x.item, p_expires, p_now, p_now
+--@postgres         FROM jsonb_to_recordset(p_items) x(i BIGINT, u TEXT, b TEXT, r TEXT, bill TEXT, src TEXT, item BIGINT,
+--@postgres           k BIGINT) ORDER BY x.i
+--@postgres         ON CONFLICT (biz_id) DO NOTHING RETURNING id, biz_id)
+--@postgres     SELECT array_agg(ins.id ORDER BY x.i) INTO ids
+--@postgres       FROM ins JOIN jsonb_to_recordset(p_items) x(i BIGINT, b TEXT) ON x.b = ins.biz_id;
+--@postgres     IF coalesce(cardinality(ids), 0) <> n THEN
+--@postgres       RAISE SQLSTATE 'RCD01';
+--@postgres     END IF;
+--@postgres     INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at)
+--@postgres       SELECT 'grant', g.id, NULL, 'init', p_actor, p_why, NULL, p_now
+--@postgres       FROM unnest(ids) WITH ORDINALITY g(id, i) ORDER BY g.i;
+--@postgres     IF p_asset IS NOT NULL THEN
+--@postgres       INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at)
+--@postgres         SELECT 'grant', g.id, 'init', 'success', p_actor, 'ledger credited', NULL, p_now
+--@postgres         FROM unnest(ids) WITH ORDINALITY g(id, i) ORDER BY g.i;
+--@postgres       -- 9 the ledger: the bills (closed), the credits, the balances (never past 2^63-1)
+--@postgres       INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, last_message,
+--@postgres           created_at, updated_at)
+--@postgres         SELECT x.bill, ids[x.i], p_channel, p_amount, 'success', 1, '0', p_message, p_now, p_now
+--@postgres         FROM jsonb_to_recordset(p_items) x(i BIGINT, bill TEXT) ORDER BY x.i;
+--@postgres       INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at)
+--@postgres         SELECT x.bill, 'credit', x.u, p_asset, p_amount, p_now
+--@postgres         FROM jsonb_to_recordset(p_items) x(i BIGINT, u TEXT, bill TEXT) ORDER BY x.i;
+--@postgres       INSERT INTO ledger_account (user_id, asset, balance, updated_at)
+--@postgres         SELECT x.u, p_asset, p_amount, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance,
+--@postgres         updated_at = excluded.updated_at WHERE ledger_account.balance <= 9223372036854775807 - excluded.balance;
+--@postgres       GET DIAGNOSTICS done = ROW_COUNT;
+--@postgres       IF done <> n THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     -- 8 budget (the chunk's sum), then stock (each user's preferred bucket, by bucket number): the hot rows, last
+--@postgres     IF p_budget_cents IS NOT NULL THEN
+--@postgres       UPDATE budget SET consumed_cents = consumed_cents + p_budget_cents WHERE activity_id = p_activity
+--@postgres         AND consumed_cents <= authorised_cents - p_budget_cents;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     FOR bk IN SELECT x.k, count(*) AS units FROM jsonb_to_recordset(p_items) x(k BIGINT) GROUP BY x.k ORDER BY x.k LOOP
+--@postgres       UPDATE stock SET remain = remain - bk.units WHERE prize_id = p_prize AND bucket = bk.k AND remain >= bk.units;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END LOOP;
+--@postgres   EXCEPTION WHEN SQLSTATE 'RCD01' OR unique_violation THEN
+--@postgres     RETURN NULL;
+--@postgres   END;
+--@postgres   RETURN ids;
+--@postgres END
+--@postgres $fn$;
