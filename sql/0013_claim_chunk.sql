@@ -11,8 +11,9 @@
 -- prefer, the budget short of the sum - it writes nothing and returns NULL, and the caller runs the
 -- chunk through the full flow, which answers each request. It runs inside the caller's transaction
 -- (the chunk's, which also moves the list items): one subtransaction for the chunk instead of one
--- savepoint per item. Rows are locked in a fixed order (counters and accounts by user, buckets by
--- number, budget before stock) so that two chunks never wait on each other crosswise.
+-- savepoint per item. Rows are locked in a fixed order (counters and accounts by user, bytewise, as
+-- Engine::claim_many orders the full flow's requests; budget; buckets by number) so that two chunks
+-- never wait on each other crosswise, whichever path each takes.
 --@postgres CREATE FUNCTION rewardctl_claim_chunk(p_activity BIGINT, p_code TEXT, p_version BIGINT, p_now BIGINT,
 --@postgres     p_prize BIGINT, p_amount BIGINT, p_cost BIGINT, p_channel TEXT, p_expires BIGINT, p_actor TEXT,
 --@postgres     p_why TEXT, p_a_scope TEXT, p_a_period TEXT, p_a_limit BIGINT, p_p_scope TEXT, p_p_period TEXT,
@@ -43,7 +44,7 @@
 --@postgres     -- 5 the per-user limits: one counter row per user, every one of them below its limit
 --@postgres     IF p_a_scope IS NOT NULL THEN
 --@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
---@postgres         SELECT p_a_scope, x.u, p_a_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         SELECT p_a_scope, x.u, p_a_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u COLLATE "C"
 --@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
 --@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_a_limit;
 --@postgres       GET DIAGNOSTICS done = ROW_COUNT;
@@ -53,7 +54,7 @@
 --@postgres     END IF;
 --@postgres     IF p_p_scope IS NOT NULL THEN
 --@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
---@postgres         SELECT p_p_scope, x.u, p_p_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         SELECT p_p_scope, x.u, p_p_period, 1, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u COLLATE "C"
 --@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
 --@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_p_limit;
 --@postgres       GET DIAGNOSTICS done = ROW_COUNT;
@@ -92,7 +93,7 @@
 --@postgres         SELECT x.bill, 'credit', x.u, p_asset, p_amount, p_now
 --@postgres         FROM jsonb_to_recordset(p_items) x(i BIGINT, u TEXT, bill TEXT) ORDER BY x.i;
 --@postgres       INSERT INTO ledger_account (user_id, asset, balance, updated_at)
---@postgres         SELECT x.u, p_asset, p_amount, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u
+--@postgres         SELECT x.u, p_asset, p_amount, p_now FROM jsonb_to_recordset(p_items) x(u TEXT) ORDER BY x.u COLLATE "C"
 --@postgres         ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance,
 --@postgres         updated_at = excluded.updated_at WHERE ledger_account.balance <= 9223372036854775807 - excluded.balance;
 --@postgres       GET DIAGNOSTICS done = ROW_COUNT;

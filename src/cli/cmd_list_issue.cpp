@@ -279,7 +279,8 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
       ->check(CLI::Range(1, 64));
   run->add_option("--rate", opt.rate, "At most this many users per second (default: no limit)")
       ->check(CLI::Range(0.0, 1e9));
-  run->add_option("--chunk", opt.chunk, "Users per transaction (default 500)")->check(CLI::Range(int64_t(1), int64_t(100000)));
+  run->add_option("--chunk", opt.chunk, "Users per transaction (default 500, at most 10000)")
+      ->check(CLI::Range(int64_t(1), jobs::list_issue::kMostChunk));
   add_job_options(run, opt.job);
   run->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));

@@ -114,6 +114,10 @@ struct Item {
 std::vector<Item> items(store::Store& st, const std::string& batch_no, const std::optional<std::string>& state,
                         int64_t limit);
 
+// The most items in one chunk: a chunk's items are recorded in one statement with 4 parameters
+// each, and PostgreSQL binds at most 65,535 parameters.
+inline constexpr int64_t kMostChunk = 10'000;
+
 struct RunOptions {
   std::string batch_no;
   int workers = 1;                // threads in this process, each on its own connection

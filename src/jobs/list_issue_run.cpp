@@ -404,7 +404,8 @@ void finish(store::Store& st, const BatchRow& b, const std::string& actor, Milli
 
 RunResult run(store::Store& st, const RunOptions& o, const Clock& clock) {
   auto t0 = std::chrono::steady_clock::now();
-  if (o.chunk < 1) throw Error(Errc::usage, "the chunk size must be at least 1");
+  if (o.chunk < 1 || o.chunk > kMostChunk)
+    throw Error(Errc::usage, "the chunk size must be between 1 and " + std::to_string(kMostChunk));
   if (o.workers < 1) throw Error(Errc::usage, "--workers must be at least 1");
   RunResult res;
   res.batch_no = o.batch_no;

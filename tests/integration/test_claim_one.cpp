@@ -327,6 +327,10 @@ TEST_CASE("claim chunk: a chunk writes the same rows and answers the same as the
         CAPTURE(i);
         REQUIRE(a[i].status == rc::engine::Status::granted);
         REQUIRE(b[i].status == rc::engine::Status::granted);
+        // in request order (the chunk runs in user order: d0, d1, d10, d11, d2, ...)
+        CHECK(a[i].grant->user == rs[i].user);
+        CHECK(a[i].grant->biz_id == rs[i].biz_id);
+        CHECK(b[i].grant->user == rs[i].user);
         CHECK(view_of(*a[i].grant) == view_of(*b[i].grant));
         CHECK(a[i].grant->state == (deliver ? rc::GrantState::success : rc::GrantState::init));
         CHECK(rows_of(one_db, rs[i].biz_id) == rows_of(ref_db, rs[i].biz_id));
@@ -384,7 +388,7 @@ TEST_CASE("claim chunk: a covered chunk is one call of the function on PostgreSQ
   }
 }
 
-TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the statement; each gets claim()'s answer") {
+TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the statement, and each gets claim()'s answer") {
   TestDb db;
   db.migrate();
   Spec s;
@@ -394,7 +398,9 @@ TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the
   s.limit = 1;
   s.black = "\"u5\"";
   seed(db, s);
-  auto e = engine(db, kNow);
+  rc::engine::EngineOptions o;
+  o.sold_out_memory_ms = -1;  // every chunk tries the statement (no memory of the refused one)
+  auto e = engine(db, kNow, o);
   // a2 has had its one grant: the statement's limit update refuses after the counters of a0 and a1
   REQUIRE(e.engine->claim(request("a2", "earlier:a2")).status == rc::engine::Status::granted);
   auto outs = run_chunk(e, chunk_requests("a", 5));
@@ -431,7 +437,29 @@ TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the
   CHECK(db.count("SELECT sum(balance) FROM ledger_account") == 14);
 }
 
-TEST_CASE("claim chunk: a bucket short of its users' units refuses the chunk; the full flow moves on to the next") {
+TEST_CASE("claim chunk: after a chunk the statement refused, the activity's next chunks skip it for a while") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.limit = 1;
+  seed(db, s);
+  rc::engine::EngineOptions o;
+  o.sold_out_memory_ms = 600'000;  // the memory outlasts the test however slow the machine
+  auto f = faulty(db, 0, o);
+  REQUIRE(f.box.engine->claim(request("a1", "earlier:a1")).status == rc::engine::Status::granted);
+  const auto& log = f.fs->log();
+  auto outs = run_chunk(f.box, chunk_requests("a", 3));  // a1 is at its limit: refused, then the full flow
+  CHECK(outs[1].reason == "limit_reached");
+  const size_t mark = log.size();
+  outs = run_chunk(f.box, chunk_requests("b", 3));
+  for (auto& x : outs) CHECK(x.status == rc::engine::Status::granted);
+  CHECK(naming(log, 0, "rewardctl_claim_chunk") == (backend() == "postgres" ? 1 : 0));
+  CHECK(naming(log, mark, "rewardctl_claim_chunk") == 0);
+  CHECK(naming(log, mark, "INSERT INTO grants") == 3);
+  CHECK(db.count("SELECT count(*) FROM grants") == 6);
+}
+
+TEST_CASE("claim chunk: a bucket short of its users' units refuses the chunk, and the full flow moves on to the next") {
   TestDb db;
   db.migrate();
   Spec s;

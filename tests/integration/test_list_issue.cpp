@@ -279,6 +279,12 @@ TEST_CASE("list-issue: a batch larger than stock issues the stock and rejects th
   CHECK(db.count("SELECT sum(remain) FROM stock") == 30);
   CHECK(status(db, b)["state"] == "approved");
 
+  // a chunk too big to record in one statement is refused before anything runs
+  auto big = db.rc({"list-issue", "run", b, "--chunk", "10001"});
+  CHECK(big.rc == 64);
+  CHECK(big.err.find("--chunk") != std::string::npos);
+  CHECK(status(db, b)["state"] == "approved");
+
   auto j = rt::last_json(db.ok({"list-issue", "run", b, "-o", "json", "--chunk", "7"}, 3));
   CHECK(j["issued"] == 30);
   CHECK(j["rejected"] == 20);

@@ -184,8 +184,9 @@ void Engine::one_statement_unavailable(const char* function, const Error& e) {
   // statement wrote nothing; the full flow needs only the tables, so this engine stops trying and
   // says so once. Anything else is the full flow's to report too.
   if (!one_statement_off_.exchange(true))
-    spdlog::warn("claims run the full flow: {} cannot be called ({}); grant the role EXECUTE on it, or run "
-                 "`rewardctl db migrate`", function, e.what());
+    spdlog::warn("claims and list-issue chunks run the full flow from now on: {} cannot be called ({}); grant "
+                 "the role EXECUTE on rewardctl_claim_one and rewardctl_claim_chunk, or run `rewardctl db migrate`",
+                 function, e.what());
 }
 
 std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now) {
@@ -279,7 +280,10 @@ std::optional<std::vector<ClaimOutcome>> Engine::claim_chunk_in_one(store::Tx& t
     return std::nullopt;
   }
   tx.exec_script("RELEASE SAVEPOINT claim_chunk_one");
-  if (!ids) return std::nullopt;
+  if (!ids) {
+    remember_chunk_refused(first.activity);
+    return std::nullopt;
+  }
 
   std::vector<ClaimOutcome> outs(rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {

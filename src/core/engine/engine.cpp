@@ -81,14 +81,15 @@ void Engine::remember_sold_out(int64_t prize_id) {
   sold_out_[prize_id] = steady_ms();
 }
 
-bool Engine::known_uncovered(const std::string& activity) {
+// An activity's memory in `seen` (uncovered_, chunk_refused_), under mu_, for sold_out_memory_ms.
+bool Engine::recently(std::map<std::string, Millis>& seen, const std::string& activity) {
   std::lock_guard<std::mutex> l(mu_);
-  return recent(uncovered_, activity, opts_.sold_out_memory_ms);
+  return recent(seen, activity, opts_.sold_out_memory_ms);
 }
 
-void Engine::remember_uncovered(const std::string& activity) {
+void Engine::remember(std::map<std::string, Millis>& seen, const std::string& activity) {
   std::lock_guard<std::mutex> l(mu_);
-  uncovered_[activity] = steady_ms();
+  seen[activity] = steady_ms();
 }
 
 void Engine::announce_ladder(const LadderMove& m) {

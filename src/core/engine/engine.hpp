@@ -166,6 +166,8 @@ class Engine {
   friend struct ClaimRun;
   // Steps 1-8 for one request in tx. On anything but granted the caller rolls back what it wrote.
   StepResult claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, bool defer_hot_rows = false);
+  // claim_many for requests ordered by user (bytewise).
+  std::vector<ClaimOutcome> claim_in_user_order(store::Tx& tx, const std::vector<ClaimRequest>& rs);
   // claim_many's pass over the requests; defer: collect the hot-row takes instead of making them.
   std::vector<ClaimOutcome> claim_each(store::Tx& tx, const std::vector<ClaimRequest>& rs,
                                        std::vector<HotTake>* defer);
@@ -201,8 +203,15 @@ class Engine {
   void remember_sold_out(int64_t prize_id);
   // claim_many: an activity whose last chunk the deferred takes did not cover (its budget or a
   // bucket short) - its chunks take as they go for sold_out_memory_ms instead of running twice.
-  bool known_uncovered(const std::string& activity);
-  void remember_uncovered(const std::string& activity);
+  bool known_uncovered(const std::string& activity) { return recently(uncovered_, activity); }
+  void remember_uncovered(const std::string& activity) { remember(uncovered_, activity); }
+  // claim_many: an activity a chunk of which the one statement refused (claim_chunk_in_one)
+  // recently - for sold_out_memory_ms its chunks go straight to the full flow.
+  bool known_chunk_refused(const std::string& activity) { return recently(chunk_refused_, activity); }
+  void remember_chunk_refused(const std::string& activity) { remember(chunk_refused_, activity); }
+  // Whether activity was remembered in `seen` within sold_out_memory_ms; remembers it now.
+  bool recently(std::map<std::string, Millis>& seen, const std::string& activity);
+  void remember(std::map<std::string, Millis>& seen, const std::string& activity);
   // The channel named `name`, built on first use by opts_.make_channel; nullptr when this host has
   // no such channel configured. Throws what the factory throws (Error(config)).
   Channel* channel(const std::string& name);
@@ -214,6 +223,7 @@ class Engine {
   std::map<std::string, std::shared_ptr<const ActivityCatalog>> catalogs_;
   std::map<int64_t, Millis> sold_out_;
   std::map<std::string, Millis> uncovered_;
+  std::map<std::string, Millis> chunk_refused_;
   std::map<std::string, std::unique_ptr<Channel>> built_channels_;
   // the one-statement claim could not be called (no EXECUTE, or no function): full flow from now on
   std::atomic<bool> one_statement_off_{false};
