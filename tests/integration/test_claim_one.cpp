@@ -544,3 +544,28 @@ TEST_CASE("claim chunk: a chunk function that cannot be called leaves chunks to 
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 10);
   CHECK(db.count("SELECT count(*) FROM ledger_entry") == 10);
 }
+
+// A user id that is not valid UTF-8 has no JSON form: the statement is never sent (a replacement
+// character would have granted to another id); the full flow answers as it always did.
+TEST_CASE("claim chunk: a user id that is not UTF-8 never reaches the statement") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  auto e = engine(db, kNow);
+  auto rs = chunk_requests("u", 3);
+  rs[1].user = "bad\xff";
+  rs[1].biz_id = "c:bad\xff";
+  bool threw = false;
+  try {
+    run_chunk(e, rs);
+  } catch (const rc::Error&) {
+    threw = true;  // PostgreSQL's UTF8 database refuses the bytes
+  }
+  if (backend() == "postgres") {
+    CHECK(threw);
+    CHECK(db.count("SELECT count(*) FROM grants") == 0);
+  } else {
+    CHECK_FALSE(threw);
+    CHECK(db.count("SELECT count(*) FROM grants WHERE user_id LIKE 'bad%' AND length(CAST(user_id AS BLOB)) = 4") == 1);
+  }
+}

@@ -117,8 +117,13 @@ std::optional<std::vector<int64_t>> claim_chunk_statement(store::Session& s, con
   p.push_back(store::opt(c.budget_cents));
   p.push_back(ledger ? store::Value(sh.asset) : store::kNull);
   p.push_back(ledger ? store::Value(sh.bill_message) : store::kNull);
-  // (replace: a user id that is not valid UTF-8 has no JSON text; the caller never sends one)
-  p.push_back(items.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  // Text that is not valid UTF-8 has no JSON form (and no place in a UTF8 database): nothing is
+  // sent, and the full flow refuses it in its own words.
+  try {
+    p.push_back(items.dump());
+  } catch (const nlohmann::json::type_error&) {
+    return std::nullopt;
+  }
   auto r = s.query(kCall, p);
   if (r[0].is_null(0)) return std::nullopt;
   // a one-dimensional array of integers: {1,2,3}

@@ -72,7 +72,8 @@ struct OneStatementChunk {
 };
 
 // Runs the chunk as one statement in the caller's transaction on s. Returns the new grants' ids in
-// request order; nullopt when it granted nothing, with nothing written. Throws what the store throws
+// request order; nullopt when it granted nothing, with nothing written (also, without a statement,
+// when a request holds text that is not valid UTF-8). Throws what the store throws
 // (the transaction is then aborted: store::Retryable for a deadlock).
 std::optional<std::vector<int64_t>> claim_chunk_statement(store::Session& s, const OneStatementChunk& c, Millis now);
 
