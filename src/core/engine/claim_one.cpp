@@ -96,8 +96,9 @@ std::optional<int64_t> claim_one_statement(store::Session& s, const OneStatement
 
 std::optional<std::vector<int64_t>> claim_chunk_statement(store::Session& s, const OneStatementChunk& c, Millis now) {
   static const std::string kCall =
-      "SELECT rewardctl_claim_chunk($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
-      "$19, $20, CAST($21 AS JSONB))";
+      // the ids as rows in request order; none when it granted nothing (NULL unnests to no row)
+      "SELECT t.id FROM unnest(rewardctl_claim_chunk($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+      "$16, $17, $18, $19, $20, CAST($21 AS JSONB))) WITH ORDINALITY AS t(id, i) ORDER BY t.i";
   const OneStatementClaim& sh = c.shared;
   // the items as JSON (escaped by the library, bound as one parameter)
   nlohmann::json items = nlohmann::json::array();
@@ -125,20 +126,10 @@ std::optional<std::vector<int64_t>> claim_chunk_statement(store::Session& s, con
     return std::nullopt;
   }
   auto r = s.query(kCall, p);
-  if (r[0].is_null(0)) return std::nullopt;
-  // a one-dimensional array of integers: {1,2,3}
+  if (r.empty()) return std::nullopt;
   std::vector<int64_t> ids;
-  ids.reserve(c.items.size());
-  const std::string a = r[0].str(0);
-  size_t pos = a.find('{');
-  if (pos == std::string::npos) throw Error(Errc::internal, "rewardctl_claim_chunk returned '" + a + "'");
-  ++pos;
-  while (pos < a.size() && a[pos] != '}') {
-    size_t end = a.find_first_of(",}", pos);
-    if (end == std::string::npos) throw Error(Errc::internal, "rewardctl_claim_chunk returned '" + a + "'");
-    ids.push_back(std::stoll(a.substr(pos, end - pos)));
-    pos = a[end] == ',' ? end + 1 : end;
-  }
+  ids.reserve(r.size());
+  for (const auto& row : r.rows) ids.push_back(row.i64(0));
   if (ids.size() != c.items.size())
     throw Error(Errc::internal, "rewardctl_claim_chunk returned " + std::to_string(ids.size()) + " grant(s) for " +
                                     std::to_string(c.items.size()) + " request(s)");
