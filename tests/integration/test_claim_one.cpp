@@ -4,6 +4,7 @@
 // never oversells. On SQLite the same cases run through the full flow, so both backends must agree.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -62,7 +63,8 @@ std::string view_of(const rc::engine::GrantView& g) {
          g.channel + "|" + std::to_string(g.amount) + "|" + std::to_string(g.cost_cents) + "|" +
          (g.bill_no ? "bill" : "-") + "|" + g.source.value_or("-") + "|" + std::to_string(g.pool_version.value_or(-1)) +
          "|" + std::to_string(g.bucket.value_or(-1)) + "|" + std::to_string(g.created_at) + "|" +
-         std::to_string(g.updated_at) + "|" + g.degraded_from.value_or("-") + "|" + g.reason.value_or("-");
+         std::to_string(g.updated_at) + "|" + g.degraded_from.value_or("-") + "|" + g.reason.value_or("-") + "|" +
+         std::to_string(g.draw_value.value_or(-1));
 }
 
 // A user whose preferred bucket among `buckets` is `b`, other than `not_this`.
@@ -232,18 +234,204 @@ TEST_CASE("claim one: concurrent claims on one hot prize never oversell, and eac
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 80);
 }
 
+namespace {
+
+// A lottery without guaranteed draws: gold [0, 1), silver [1, 4), thanks [4, 10) - a draw's value
+// names its prize. thanks is the consolation prize.
+Spec lottery_spec(int64_t gold_stock, int64_t limit) {
+  Spec s;
+  s.kind = "lottery";
+  s.custom_prizes = true;
+  s.limit = limit;
+  s.period = "day";
+  s.budget = 1'000'000;
+  s.extra = "[items.gold]\nkind = \"coupon\"\nunit_cost_cents = 500\nchannel = \"ledger\"\n"
+            "[[prizes]]\ncode = \"gold\"\nitem = \"gold\"\namount = 1\nstock = " + std::to_string(gold_stock) +
+            "\nweight = 1\n"
+            "[[prizes]]\ncode = \"silver\"\nitem = \"thing\"\namount = 3\nstock = 1000\nweight = 3\n"
+            "[[prizes]]\ncode = \"thanks\"\nitem = \"thing\"\namount = 1\nstock = 100000\nweight = 6\n"
+            "[lottery]\nconsolation = \"thanks\"\n";
+  return s;
+}
+
+// Draws made known: each call takes the next value of `values` (the last one repeats), counted.
+struct KnownDraws {
+  std::vector<int64_t> values;
+  std::atomic<int> calls{0};
+  rc::engine::EngineOptions options(bool one_statement = true) {
+    rc::engine::EngineOptions o;
+    o.one_statement_claims = one_statement;
+    o.draw_below = [this](int64_t total) {
+      CHECK(total == 10);
+      const size_t i = size_t(calls++);
+      return values.at(std::min(i, values.size() - 1));
+    };
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("claim one: a lottery draw writes the same rows as the full flow for the same draw, in one round trip") {
+  TestDb db;
+  db.migrate();
+  seed(db, lottery_spec(100, 5));
+  const bool pg = backend() == "postgres";
+  KnownDraws d1, d2;
+  auto one = engine(db, kNow, d1.options());
+  auto ref = engine(db, kNow, d2.options(false));
+  const std::map<int64_t, std::string> prize_of{{0, "gold"}, {2, "silver"}, {9, "thanks"}};
+  for (auto& [value, prize] : prize_of) {
+    CAPTURE(value);
+    d1.values = d2.values = {value};
+    const std::string tag = std::to_string(value);
+    auto a = one.engine->claim(request("a" + tag, "one-" + tag));
+    auto b = ref.engine->claim(request("b" + tag, "ref-" + tag));
+    REQUIRE(a.status == rc::engine::Status::granted);
+    REQUIRE(b.status == rc::engine::Status::granted);
+    CHECK(a.grant->prize == prize);
+    CHECK(a.grant->draw_value == value);
+    CHECK(a.grant->state == rc::GrantState::success);
+    CHECK(view_of(*a.grant) == view_of(*b.grant));
+    CHECK(rows_of(db, "one-" + tag) == rows_of(db, "ref-" + tag));
+    CHECK(db.count("SELECT count(*) FROM status_log l JOIN grants g ON g.id = l.entity_id AND l.entity = 'grant' "
+                   "WHERE g.biz_id = $1 AND l.reason = 'draw'", {"one-" + tag}) == 1);
+    auto reader = db.open();
+    auto back = rc::engine::find_grant(reader->autocommit(), a.grant->record_code);
+    REQUIRE(back);
+    CHECK(view_of(*back) == view_of(*a.grant));
+  }
+  CHECK(d1.calls == 3);  // one draw per claim
+  CHECK(d2.calls == 3);
+
+  // one round trip on PostgreSQL once the rules are cached; the full flow on SQLite
+  KnownDraws d3;
+  d3.values = {2};
+  auto f = faulty(db, 0, d3.options());
+  REQUIRE(f.box.engine->claim(request("w", "warm")).status == rc::engine::Status::granted);
+  const size_t before = f.fs->log().size();
+  auto c = f.box.engine->claim(request("c", "count"));
+  REQUIRE(c.status == rc::engine::Status::granted);
+  CHECK(c.grant->prize == "silver");
+  std::vector<std::string> sent(f.fs->log().begin() + before, f.fs->log().end());
+  if (pg) {
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].find("rewardctl_claim_one") != std::string::npos);
+  } else {
+    CHECK(sent.size() > 4);
+  }
+}
+
+// The statement tries only the drawn prize; when it does not grant, the full flow runs with the
+// same draw. Drawing again would give a user whose prize ran out a second chance at the others.
+TEST_CASE("claim one: a lottery draw the statement refuses degrades to the consolation prize, never drawn again") {
+  TestDb db;
+  db.migrate();
+  seed(db, lottery_spec(1, 5));
+  // the first draw of each claim is gold; any second draw would be silver
+  KnownDraws d;
+  auto e = engine(db, kNow, d.options());
+  auto claim_drawing = [&](const std::string& user, const std::string& biz) {
+    d.values = {0, 1};
+    d.calls = 0;
+    auto o = e.engine->claim(request(user, biz));
+    CHECK(d.calls == 1);
+    return o;
+  };
+  auto first = claim_drawing("u1", "b1");
+  REQUIRE(first.status == rc::engine::Status::granted);
+  CHECK(first.grant->prize == "gold");
+  CHECK(!first.grant->degraded_from);
+  // gold is gone: the statement (PostgreSQL) finds no unit and writes nothing; the full flow keeps the
+  // draw, finds gold sold out and grants the consolation prize instead
+  auto second = claim_drawing("u2", "b2");
+  REQUIRE(second.status == rc::engine::Status::granted);
+  CHECK(second.grant->prize == "thanks");
+  CHECK(second.grant->degraded_from == std::optional<std::string>("gold"));
+  CHECK(second.grant->draw_value == 0);
+  // gold is now known sold out in this engine: the draw is still made once, and kept
+  auto third = claim_drawing("u3", "b3");
+  REQUIRE(third.status == rc::engine::Status::granted);
+  CHECK(third.grant->prize == "thanks");
+  CHECK(third.grant->degraded_from == std::optional<std::string>("gold"));
+  CHECK(third.grant->draw_value == 0);
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN prize p ON p.id = g.prize_id WHERE p.code = 'silver'") == 0);
+  CHECK(db.count("SELECT count(*) FROM grants") == 3);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 6);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 500 + 2 * 100);
+  // a limit refusal inside the statement is answered by the full flow, with one draw
+  seed(db, [] {
+    Spec s = lottery_spec(1, 1);
+    s.code = "lim";
+    return s;
+  }());
+  auto l = request("u1", "l1");
+  l.activity = "lim";
+  d.values = {4, 1};
+  d.calls = 0;
+  REQUIRE(e.engine->claim(l).status == rc::engine::Status::granted);
+  l.biz_id = "l2";
+  d.calls = 0;
+  auto over = e.engine->claim(l);
+  CHECK(over.status == rc::engine::Status::rejected);
+  CHECK(over.reason == "limit_reached");
+  CHECK(d.calls <= 1);  // (the full flow refuses at the activity's limit before it would draw)
+}
+
+TEST_CASE("claim one: concurrent lottery draws never oversell the drawn prizes, and each user is limited once") {
+  TestDb db;
+  db.migrate();
+  seed(db, lottery_spec(10, 1));
+  constexpr int kThreads = 4, kEach = 25;
+  std::atomic<int> granted{0}, limited{0}, other{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] {
+      // every thread draws gold, silver and thanks in turn (gold: 10 units for 34 draws)
+      std::atomic<int> n{0};
+      rc::engine::EngineOptions o;
+      o.draw_below = [&n](int64_t) { return int64_t(std::array<int, 3>{0, 2, 7}[size_t(n++ % 3)]); };
+      auto e = engine(db, kNow, o);
+      for (int i = 0; i < kEach; ++i) {
+        // users overlap between threads (same user, other biz_id): the limit decides between them
+        const std::string user = "u" + std::to_string(i * 2 + t % 2);
+        auto r = e.engine->claim(request(user, "t" + std::to_string(t) + "-" + std::to_string(i)));
+        if (r.status == rc::engine::Status::granted) ++granted;
+        else if (r.reason == "limit_reached") ++limited;
+        else ++other;
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(other == 0);
+  // 50 distinct users, limit 1 each: exactly 50 granted, the rest limited
+  CHECK(granted == 50);
+  CHECK(limited == kThreads * kEach - 50);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 50);
+  CHECK(db.count("SELECT count(DISTINCT user_id) FROM grants") == 50);
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN prize p ON p.id = g.prize_id WHERE p.code = 'gold'") <= 10);
+  // every unit is a grant or still in stock, per prize
+  CHECK(db.count("SELECT count(*) FROM prize p WHERE p.stock_total <> (SELECT sum(remain) FROM stock s WHERE "
+                 "s.prize_id = p.id) + (SELECT count(*) FROM grants g WHERE g.prize_id = p.id)") == 0);
+  CHECK(db.count("SELECT consumed_cents FROM budget") ==
+        db.count("SELECT sum(cost_cents) FROM grants WHERE state = 'success'"));
+  CHECK(db.count("SELECT sum(used) FROM limit_counter") == 50);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE draw_value IS NULL") == 0);
+  CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'grant'") == 100);
+}
+
 // The function takes the same claim lock as read_gate and a version switch (activity/versions.hpp):
 // its key is written out in the migration, so this pins the two together.
 TEST_CASE("claim one: the functions take the activity's claim lock under the key the switch takes") {
   int found = 0;
   for (const auto& m : rc::embedded::migrations()) {
-    if (m.name != "0012_claim_one_statement" && m.name != "0013_claim_chunk") continue;
+    if (m.name != "0012_claim_one_statement" && m.name != "0013_claim_chunk" && m.name != "0014_claim_one_draw")
+      continue;
     ++found;
     const bool has = m.sql.find("pg_advisory_xact_lock_shared(" + rc::activity::claim_lock_args("p_code") + ")") !=
                      std::string::npos;
     CHECK(has == (m.dialect == "postgres"));
   }
-  CHECK(found == 4);  // both functions, both dialects (SQLite's install nothing)
+  CHECK(found == 6);  // both functions (the first made twice), both dialects (SQLite's install nothing)
 }
 
 // A role without EXECUTE on the function, or a database restored without it: claims still run, by

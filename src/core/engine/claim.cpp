@@ -76,7 +76,10 @@ struct ClaimRun {
                  now);
 
     // 6. prize selection: the candidates, best first (a lottery degrades to its consolation prize)
-    const Selection sel = select_prizes(tx, *cat, r.prize, r.user, now);
+    std::optional<int64_t> drawn;
+    if (r.drawn && r.drawn->version == gate->version) drawn = r.drawn->value;
+    const Selection sel =
+        select_prizes(tx, *cat, r.prize, r.user, now, [this](int64_t total) { return e.draw_below(total); }, drawn);
 
     // 6b-8 for each candidate in turn, until one is granted
     std::string last = "sold_out";
@@ -263,10 +266,20 @@ GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis
   return run.g;
 }
 
-ClaimOutcome Engine::claim(const ClaimRequest& r) {
+ClaimOutcome Engine::claim(const ClaimRequest& request) {
   auto t0 = std::chrono::steady_clock::now();
   ClaimOutcome out;
   const Millis now = clock_.now_ms();
+  // PostgreSQL: the common claim in one round trip, when it grants (claim_one.hpp). A lottery it
+  // drew for keeps that draw in the full flow below.
+  std::optional<ClaimRequest::Drawn> drawn;
+  std::optional<GrantView> one = claim_in_one(request, now, drawn);
+  ClaimRequest with_draw;
+  if (drawn && !request.drawn) {
+    with_draw = request;
+    with_draw.drawn = drawn;
+  }
+  const ClaimRequest& r = drawn && !request.drawn ? with_draw : request;
   auto finish = [&]() -> ClaimOutcome {
     out.duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -275,10 +288,9 @@ ClaimOutcome Engine::claim(const ClaimRequest& r) {
                  out.grant ? " record=" + out.grant->record_code + " state=" + name(out.grant->state) : "", out.duration_us);
     return out;
   };
-  // PostgreSQL: the common claim in one round trip, when it grants (claim_one.hpp)
-  if (auto g = claim_in_one(r, now)) {
+  if (one) {
     out.status = Status::granted;
-    out.grant = std::move(g);
+    out.grant = std::move(one);
     // 9. a remote channel (webhook) delivers after the commit, as below
     if (r.deliver && out.grant->state == GrantState::init) deliver_after_commit(out);
     return finish();

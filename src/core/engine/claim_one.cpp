@@ -72,6 +72,7 @@ GrantView granted_view(const OneStatementClaim& c, const PrizeInfo& p, const Cla
   g.cost_cents = c.cost_cents;
   g.source = r.source;
   g.pool_version = c.version;
+  g.draw_value = c.draw_value;
   g.bill_no = bill_no;  // (none when not delivered here)
   g.bucket = bucket;
   g.created_at = g.updated_at = now;
@@ -83,13 +84,14 @@ GrantView granted_view(const OneStatementClaim& c, const PrizeInfo& p, const Cla
 std::optional<int64_t> claim_one_statement(store::Session& s, const OneStatementClaim& c, Millis now) {
   static const std::string kCall =
       "SELECT rewardctl_claim_one($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
-      "$19, $20, $21, $22, $23, $24, $25, $26)";
+      "$19, $20, $21, $22, $23, $24, $25, $26, $27)";
   store::Params p{c.activity_id, c.activity_code, c.version, now, c.user, c.biz_id, c.record_code, c.prize_id,
                   c.amount, c.cost_cents, c.bucket, c.channel, store::opt(c.source), store::opt(c.expires_at),
                   c.actor, c.why};
   for (auto& v : limit_params(c.activity_limit)) p.push_back(v);
   for (auto& v : limit_params(c.prize_limit)) p.push_back(v);
-  p.insert(p.end(), {int64_t(c.take_budget ? 1 : 0), store::opt(c.bill_no), c.asset, c.bill_message});
+  p.insert(p.end(), {int64_t(c.take_budget ? 1 : 0), store::opt(c.bill_no), c.asset, c.bill_message,
+                     store::opt(c.draw_value)});
   auto r = s.query(kCall, p);
   return r[0].opt_i64(0);
 }
@@ -154,11 +156,24 @@ std::shared_ptr<const ActivityCatalog> Engine::one_statement_catalog(store::Sess
   return a.empty() ? nullptr : catalog(s, activity, a[0].i64(0), a[0].i64(1));
 }
 
-const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const ClaimRequest& r, bool& ledger_now) {
-  // only the common claim: a direct prize with fixed rules
-  if (cat.kind != activity::Kind::direct || cat.whitelist_required || cat.has_ladder || cat.prizes.empty())
+const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const ClaimRequest& r, bool& ledger_now,
+                                             std::optional<ClaimRequest::Drawn>* drawn) {
+  // only the common claims, with fixed rules: a direct prize, or (given `drawn`) a lottery's drawn
+  // prize - not with guaranteed draws, which count the user's draws before drawing
+  if (cat.whitelist_required || cat.has_ladder || cat.prizes.empty()) return nullptr;
+  const PrizeInfo* p = nullptr;
+  if (cat.kind == activity::Kind::direct) {
+    p = r.prize ? cat.prize(*r.prize) : &cat.prizes[0];
+  } else if (cat.kind == activity::Kind::lottery && drawn && cat.guarantees.empty() && cat.pool.total() > 0) {
+    // drawn once, here: the full flow keeps this draw when the statement does not grant it
+    const int64_t total = cat.pool.total();
+    const int64_t v = r.drawn && r.drawn->version == cat.version && r.drawn->value < total ? r.drawn->value
+                                                                                          : draw_below(total);
+    *drawn = ClaimRequest::Drawn{cat.version, v};
+    p = &cat.prizes[cat.pool.pick(v)];
+  } else {
     return nullptr;
-  const PrizeInfo* p = r.prize ? cat.prize(*r.prize) : &cat.prizes[0];
+  }
   if (!p || known_sold_out(p->id) || (cat.limit && *cat.limit <= 0) || (p->limit && *p->limit <= 0) ||
       !opts_.channels.count(p->channel))
     return nullptr;
@@ -185,7 +200,8 @@ void Engine::one_statement_unavailable(const char* function, const Error& e) {
                  function, e.what());
 }
 
-std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now) {
+std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now,
+                                              std::optional<ClaimRequest::Drawn>& drawn) {
   if (!one_statement_allowed(r) || r.list_item_id) return std::nullopt;
   auto cat = cached_catalog(r.activity);
   if (!cat) {
@@ -193,11 +209,15 @@ std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now)
     if (!cat) return std::nullopt;
   }
   bool ledger_now = false;
-  const PrizeInfo* p = one_statement_prize(*cat, r, ledger_now);
+  const PrizeInfo* p = one_statement_prize(*cat, r, ledger_now, &drawn);
   if (!p) return std::nullopt;
   auto rules = shared_rules(*cat, *p, ledger_now, opts_.actor, now);
   if (!rules) return std::nullopt;
   OneStatementClaim& c = *rules;
+  if (drawn) {
+    c.draw_value = drawn->value;
+    c.why = "draw";
+  }
   c.activity_code = r.activity;
   c.user = r.user;
   c.biz_id = r.biz_id;

@@ -1,9 +1,12 @@
 #pragma once
 // The one-statement claim (PostgreSQL; docs/design.md §4, "One round trip"). The common claim - a
-// direct prize, delivered through the built-in ledger or after the commit (webhook) or not at all,
-// on an activity whose rules this process read - is one call of rewardctl_claim_one (installed by sql/0012_claim_one_statement.sql)
-// outside any explicit transaction: one round trip and one commit instead of the full flow's eight
-// statements.
+// direct prize, or a lottery's drawn prize (no guaranteed draws), delivered through the built-in
+// ledger or after the commit (webhook) or not at all, on an activity whose rules this process read -
+// is one call of rewardctl_claim_one (sql/0012_claim_one_statement.sql, given the draw by
+// sql/0014_claim_one_draw.sql) outside any explicit transaction: one round trip and one commit
+// instead of the full flow's eight statements. A lottery is drawn once, by the caller: when the
+// statement does not grant, the full flow keeps that draw (and degrades it to the consolation prize
+// if it must), so a refusal never buys a second draw.
 //
 // Contract: the function grants only when every rule lets it, and then writes exactly what the full
 // flow (claim.cpp) writes for the same claim, by the same conditional updates in the same order, with
@@ -36,6 +39,7 @@ struct OneStatementClaim {
   std::string activity_code, user, biz_id, record_code, channel, actor, why;
   std::optional<std::string> source;
   std::optional<int64_t> expires_at;
+  std::optional<int64_t> draw_value;  // a lottery's draw, kept on the grant (rewardctl_claim_one only)
   std::optional<LimitTake> activity_limit, prize_limit;
   bool take_budget = false;  // the activity has a budget and the grant costs something
   // Delivered through the ledger in the same statement when set: its bill number, the asset

@@ -9,6 +9,8 @@
 
 #include "core/alert_outbox.hpp"
 #include "core/engine/catalog.hpp"
+#include "core/engine/lottery.hpp"
+#include "core/error.hpp"
 
 namespace rc::engine {
 
@@ -35,6 +37,13 @@ Engine::Engine(store::Store& st, const Clock& clock, EngineOptions opts)
 }
 
 Engine::~Engine() = default;
+
+int64_t Engine::draw_below(int64_t total) const {
+  const int64_t v = opts_.draw_below ? opts_.draw_below(total) : random_below(total);
+  if (v < 0 || v >= total)
+    throw Error(Errc::internal, "a lottery draw of " + std::to_string(v) + " is outside [0, " + std::to_string(total) + ")");
+  return v;
+}
 
 std::shared_ptr<const ActivityCatalog> Engine::catalog(store::Session& s, const std::string& code, int64_t id,
                                                        int64_t version) {

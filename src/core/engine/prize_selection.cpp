@@ -9,7 +9,8 @@
 namespace rc::engine {
 
 Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
-                        const std::string& user, Millis now) {
+                        const std::string& user, Millis now, const std::function<int64_t(int64_t)>& draw,
+                        std::optional<int64_t> drawn) {
   Selection sel;
   if (cat.prizes.empty()) throw Rejection{"sold_out"};
   if (cat.kind == activity::Kind::lottery) {
@@ -20,7 +21,8 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
     }
     if (!chosen) {
       if (cat.pool.total() <= 0) throw Rejection{"sold_out"};
-      sel.draw_value = random_below(cat.pool.total());
+      const int64_t total = cat.pool.total();
+      sel.draw_value = drawn && *drawn >= 0 && *drawn < total ? *drawn : draw(total);
       chosen = cat.pool.pick(*sel.draw_value);
     }
     sel.candidates.push_back(*chosen);

@@ -4,6 +4,7 @@
 // degrading to the consolation prize when the drawn one cannot be granted; redpack: a random amount
 // in the prize's range, never more than the budget left.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,10 +19,13 @@ struct Selection {
   std::optional<int64_t> draw_value; // the lottery's random value, kept on the grant for audit
 };
 
-// The candidates for this claim. Throws Rejection (sold_out: nothing left to draw; not_found: the
-// requested prize does not exist).
+// The candidates for this claim. A lottery draws with `draw` (a value in [0, total)), unless `drawn`
+// holds a value already drawn under this catalog's version: that draw is kept (the one-statement
+// path drew it, and its refusal must not buy a second draw). Throws Rejection (sold_out: nothing
+// left to draw; not_found: the requested prize does not exist).
 Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
-                        const std::string& user, Millis now);
+                        const std::string& user, Millis now, const std::function<int64_t(int64_t)>& draw,
+                        std::optional<int64_t> drawn = std::nullopt);
 
 // The amount to grant of prize p: its fixed amount, or for a red packet a random amount in its
 // range capped by the budget left. Throws Rejection{budget_exhausted} when even the minimum no

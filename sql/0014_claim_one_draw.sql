@@ -1,0 +1,103 @@
+-- rewardctl schema v14: the one-statement claim also takes a lottery's drawn prize (docs/design.md
+-- §4, "One round trip"). rewardctl_claim_one gains p_draw, the draw's random value, kept on the grant
+-- as the full flow keeps it; the caller draws, and passes the drawn prize as p_prize and "draw" as
+-- p_why. Nothing else changes: the same gate, the same writes in the same order as v12's function.
+-- p_draw defaults to NULL, so a binary of schema 12 or 13 calling with 26 arguments still reaches it
+-- (a direct claim has no draw). A function's parameters cannot change in place: the v12 function is
+-- dropped and made again, in the migration's one transaction.
+--@postgres DROP FUNCTION rewardctl_claim_one(BIGINT, TEXT, BIGINT, BIGINT, TEXT, TEXT, TEXT, BIGINT, BIGINT, BIGINT,
+--@postgres     BIGINT, TEXT, TEXT, BIGINT, TEXT, TEXT, TEXT, TEXT, BIGINT, TEXT, TEXT, BIGINT, BOOLEAN, TEXT, TEXT, TEXT);
+--@postgres CREATE FUNCTION rewardctl_claim_one(p_activity BIGINT, p_code TEXT, p_version BIGINT, p_now BIGINT,
+--@postgres     p_user TEXT, p_biz TEXT, p_record TEXT, p_prize BIGINT, p_amount BIGINT, p_cost BIGINT, p_bucket BIGINT,
+--@postgres     p_channel TEXT, p_source TEXT, p_expires BIGINT, p_actor TEXT, p_why TEXT,
+--@postgres     p_a_scope TEXT, p_a_period TEXT, p_a_limit BIGINT, p_p_scope TEXT, p_p_period TEXT, p_p_limit BIGINT,
+--@postgres     p_budget BOOLEAN, p_bill TEXT, p_asset TEXT, p_message TEXT, p_draw BIGINT DEFAULT NULL)
+--@postgres RETURNS BIGINT LANGUAGE plpgsql AS $fn$
+--@postgres DECLARE
+--@postgres   g_id BIGINT;
+--@postgres BEGIN
+--@postgres   -- 2 the activity's claim lock, shared, to the commit (a version switch waits for this claim);
+--@postgres   -- every statement below takes a fresh snapshot, so it sees any switch committed before the lock
+--@postgres   PERFORM pg_advisory_xact_lock_shared(7261750, hashtext(current_schema() || '/' || p_code));
+--@postgres   -- 1, 2, 4 the gate, stricter than the C++ one: live (not gray, not paused), inside the window,
+--@postgres   -- still the version the caller computed with, no blacklist, no tripped fuse, no blocked prize
+--@postgres   -- anywhere in the activity, no grant under this biz_id yet
+--@postgres   PERFORM 1 FROM activity a WHERE a.id = p_activity AND a.code = p_code AND a.version = p_version
+--@postgres     AND a.state = 'live' AND a.start_at <= p_now AND p_now <= a.end_at
+--@postgres     AND NOT EXISTS (SELECT 1 FROM activity_user_list l WHERE l.activity_id = a.id AND l.list = 'black'
+--@postgres                     AND l.user_id = p_user)
+--@postgres     AND NOT EXISTS (SELECT 1 FROM fuse_event f WHERE f.activity_id = a.id AND f.state = 'tripped'
+--@postgres                     AND f.prize_id IS NULL)
+--@postgres     AND NOT EXISTS (SELECT 1 FROM prize p WHERE p.activity_id = a.id AND p.blocked = 1)
+--@postgres     AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.biz_id = p_biz);
+--@postgres   IF NOT FOUND THEN
+--@postgres     RETURN NULL;
+--@postgres   END IF;
+--@postgres   -- the writes, in the full flow's order; any refusal undoes all of them (the block's subtransaction)
+--@postgres   BEGIN
+--@postgres     -- 5 the per-user limits
+--@postgres     IF p_a_scope IS NOT NULL THEN
+--@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
+--@postgres         VALUES (p_a_scope, p_user, p_a_period, 1, p_now)
+--@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
+--@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_a_limit;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     IF p_p_scope IS NOT NULL THEN
+--@postgres       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
+--@postgres         VALUES (p_p_scope, p_user, p_p_period, 1, p_now)
+--@postgres         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
+--@postgres         updated_at = excluded.updated_at WHERE limit_counter.used < p_p_limit;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     -- 7 the grant: without a bill number, in init with its status-log row (the caller delivers after
+--@postgres     -- the commit, or never); with one, + 9: written once in its delivered state, with both rows
+--@postgres     INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, bucket,
+--@postgres         draw_value, pool_version, bill_no, channel, source, expires_at, created_at, updated_at)
+--@postgres       VALUES (p_record, p_biz, p_activity, p_prize, p_user, p_amount, p_cost,
+--@postgres         CASE WHEN p_bill IS NULL THEN 'init' ELSE 'success' END, p_bucket,
+--@postgres         p_draw, p_version, p_bill, p_channel, p_source, p_expires, p_now, p_now)
+--@postgres       ON CONFLICT (biz_id) DO NOTHING RETURNING id INTO g_id;
+--@postgres     IF g_id IS NULL THEN
+--@postgres       RAISE SQLSTATE 'RCD01';
+--@postgres     END IF;
+--@postgres     INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at)
+--@postgres       VALUES ('grant', g_id, NULL, 'init', p_actor, p_why, NULL, p_now);
+--@postgres     IF p_bill IS NOT NULL THEN
+--@postgres       INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at)
+--@postgres         VALUES ('grant', g_id, 'init', 'success', p_actor, 'ledger credited', NULL, p_now);
+--@postgres       -- 9 the ledger: the bill (closed), the credit, the balance (never past 2^63-1)
+--@postgres       INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, last_message,
+--@postgres           created_at, updated_at)
+--@postgres         VALUES (p_bill, g_id, p_channel, p_amount, 'success', 1, '0', p_message, p_now, p_now);
+--@postgres       INSERT INTO ledger_entry (bill_no, kind, user_id, asset, amount, created_at)
+--@postgres         VALUES (p_bill, 'credit', p_user, p_asset, p_amount, p_now);
+--@postgres       INSERT INTO ledger_account (user_id, asset, balance, updated_at) VALUES (p_user, p_asset, p_amount, p_now)
+--@postgres         ON CONFLICT (user_id, asset) DO UPDATE SET balance = ledger_account.balance + excluded.balance,
+--@postgres         updated_at = excluded.updated_at WHERE ledger_account.balance <= 9223372036854775807 - excluded.balance;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     -- 8 budget, then stock (the preferred bucket only): the hot rows, last
+--@postgres     IF p_budget THEN
+--@postgres       UPDATE budget SET consumed_cents = consumed_cents + p_cost WHERE activity_id = p_activity
+--@postgres         AND consumed_cents <= authorised_cents - p_cost;
+--@postgres       IF NOT FOUND THEN
+--@postgres         RAISE SQLSTATE 'RCD01';
+--@postgres       END IF;
+--@postgres     END IF;
+--@postgres     UPDATE stock SET remain = remain - 1 WHERE prize_id = p_prize AND bucket = p_bucket AND remain > 0;
+--@postgres     IF NOT FOUND THEN
+--@postgres       RAISE SQLSTATE 'RCD01';
+--@postgres     END IF;
+--@postgres   EXCEPTION WHEN SQLSTATE 'RCD01' THEN
+--@postgres     RETURN NULL;
+--@postgres   END;
+--@postgres   RETURN g_id;
+--@postgres END
+--@postgres $fn$;
