@@ -4,8 +4,10 @@
 -- p_why. Nothing else changes: the same gate, the same writes in the same order as v12's function.
 -- p_draw defaults to NULL, so a binary of schema 12 or 13 calling with 26 arguments still reaches it
 -- (a direct claim has no draw). A function's parameters cannot change in place: the v12 function is
--- dropped and made again, in the migration's one transaction.
---@postgres DROP FUNCTION rewardctl_claim_one(BIGINT, TEXT, BIGINT, BIGINT, TEXT, TEXT, TEXT, BIGINT, BIGINT, BIGINT,
+-- dropped and made again, in the migration's one transaction (IF EXISTS: a database restored
+-- without it, where claims ran the full flow, gets it back). Privileges granted or revoked on the
+-- v12 function do not carry over to the new one: re-apply them after migrating.
+--@postgres DROP FUNCTION IF EXISTS rewardctl_claim_one(BIGINT, TEXT, BIGINT, BIGINT, TEXT, TEXT, TEXT, BIGINT, BIGINT, BIGINT,
 --@postgres     BIGINT, TEXT, TEXT, BIGINT, TEXT, TEXT, TEXT, TEXT, BIGINT, TEXT, TEXT, BIGINT, BOOLEAN, TEXT, TEXT, TEXT);
 --@postgres CREATE FUNCTION rewardctl_claim_one(p_activity BIGINT, p_code TEXT, p_version BIGINT, p_now BIGINT,
 --@postgres     p_user TEXT, p_biz TEXT, p_record TEXT, p_prize BIGINT, p_amount BIGINT, p_cost BIGINT, p_bucket BIGINT,

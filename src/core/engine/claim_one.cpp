@@ -11,6 +11,7 @@
 #include "core/engine/engine.hpp"
 #include "core/engine/ledger.hpp"
 #include "core/engine/limits.hpp"
+#include "core/engine/prize_selection.hpp"
 #include "core/engine/stock.hpp"
 #include "util/checked_math.hpp"
 #include "util/hash.hpp"
@@ -158,12 +159,22 @@ std::shared_ptr<const ActivityCatalog> Engine::one_statement_catalog(store::Sess
 
 const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const ClaimRequest& r, bool& ledger_now,
                                              std::optional<ClaimRequest::Drawn>* drawn) {
-  // only the common claims, with fixed rules: a direct prize, or (given `drawn`) a lottery's drawn
-  // prize - not with guaranteed draws, which count the user's draws before drawing
+  // only the common claims, with fixed rules: a direct prize; given `drawn`, also a red packet (its
+  // amount drawn here) and a lottery's drawn prize - not with guaranteed draws, which count the
+  // user's draws before drawing
   if (cat.whitelist_required || cat.has_ladder || cat.prizes.empty()) return nullptr;
   const PrizeInfo* p = nullptr;
-  if (cat.kind == activity::Kind::direct) {
+  if (cat.kind == activity::Kind::direct || (cat.kind == activity::Kind::redpack && drawn)) {
     p = r.prize ? cat.prize(*r.prize) : &cat.prizes[0];
+    if (p && cat.kind == activity::Kind::redpack && p->amount_max) {
+      // drawn once, here: the full flow keeps this amount (and caps it by the budget left) when the
+      // statement does not grant it - the statement grants it only when the budget covers it whole
+      const int64_t v = r.drawn && r.drawn->version == cat.version && r.drawn->value >= p->amount &&
+                                r.drawn->value <= *p->amount_max
+                            ? r.drawn->value
+                            : redpack_draw(*p, [this](int64_t n) { return draw_below(n); });
+      *drawn = ClaimRequest::Drawn{cat.version, v};
+    }
   } else if (cat.kind == activity::Kind::lottery && drawn && cat.guarantees.empty() && cat.pool.total() > 0) {
     // drawn once, here: the full flow keeps this draw when the statement does not grant it
     const int64_t total = cat.pool.total();
@@ -214,9 +225,16 @@ std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now,
   auto rules = shared_rules(*cat, *p, ledger_now, opts_.actor, now);
   if (!rules) return std::nullopt;
   OneStatementClaim& c = *rules;
-  if (drawn) {
+  if (drawn && cat->kind == activity::Kind::lottery) {
     c.draw_value = drawn->value;
     c.why = "draw";
+  } else if (drawn) {
+    // a red packet's amount; the cost follows it (the budget's conditional take decides)
+    auto cost = util::checked_mul(drawn->value, p->unit_cost_cents);
+    if (!cost) return std::nullopt;
+    c.amount = drawn->value;
+    c.cost_cents = *cost;
+    c.take_budget = cat->has_budget && *cost > 0;
   }
   c.activity_code = r.activity;
   c.user = r.user;

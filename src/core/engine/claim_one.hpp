@@ -1,12 +1,13 @@
 #pragma once
 // The one-statement claim (PostgreSQL; docs/design.md §4, "One round trip"). The common claim - a
-// direct prize, or a lottery's drawn prize (no guaranteed draws), delivered through the built-in
+// direct prize, a lottery's drawn prize (no guaranteed draws) or a red packet's drawn amount, delivered through the built-in
 // ledger or after the commit (webhook) or not at all, on an activity whose rules this process read -
 // is one call of rewardctl_claim_one (sql/0012_claim_one_statement.sql, given the draw by
 // sql/0014_claim_one_draw.sql) outside any explicit transaction: one round trip and one commit
-// instead of the full flow's eight statements. A lottery is drawn once, by the caller: when the
-// statement does not grant, the full flow keeps that draw (and degrades it to the consolation prize
-// if it must), so a refusal never buys a second draw.
+// instead of the full flow's eight statements. A lottery or red packet is drawn once, by the caller:
+// when the statement does not grant, the full flow keeps that draw (and degrades it to the
+// consolation prize, or caps the amount by the budget left, if it must), so a refusal never buys a
+// second draw. A red packet is granted here only when the budget covers its amount whole.
 //
 // Contract: the function grants only when every rule lets it, and then writes exactly what the full
 // flow (claim.cpp) writes for the same claim, by the same conditional updates in the same order, with

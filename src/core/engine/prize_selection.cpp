@@ -37,9 +37,17 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
   return sel;
 }
 
-int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p) {
+int64_t redpack_draw(const PrizeInfo& p, const std::function<int64_t(int64_t)>& draw) {
+  // (parse and lint keep 0 <= amount <= amount_max; a span of 2^63 values has no int64 count)
+  const int64_t span = *p.amount_max - p.amount;
+  if (span == INT64_MAX) return random_between(p.amount, *p.amount_max);
+  return p.amount + draw(span + 1);
+}
+
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p,
+                     const std::function<int64_t(int64_t)>& draw, std::optional<int64_t> drawn) {
   if (cat.kind != activity::Kind::redpack || !p.amount_max) return p.amount;
-  int64_t amount = random_between(p.amount, *p.amount_max);
+  int64_t amount = drawn && *drawn >= p.amount && *drawn <= *p.amount_max ? *drawn : redpack_draw(p, draw);
   if (cat.has_budget && p.unit_cost_cents > 0) {
     // Never more than the budget left: the conditional update in take_budget still decides.
     int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;

@@ -28,8 +28,12 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
                         std::optional<int64_t> drawn = std::nullopt);
 
 // The amount to grant of prize p: its fixed amount, or for a red packet a random amount in its
-// range capped by the budget left. Throws Rejection{budget_exhausted} when even the minimum no
-// longer fits.
-int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p);
+// range (`draw` gives a value in [0, n)) capped by the budget left. `drawn`: an amount already
+// drawn for p under this catalog's version (the one-statement path's), kept instead of drawing
+// again. Throws Rejection{budget_exhausted} when even the minimum no longer fits.
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p,
+                     const std::function<int64_t(int64_t)>& draw, std::optional<int64_t> drawn = std::nullopt);
+// A red packet's random amount of p, in [p.amount, p.amount_max], from `draw` (a value in [0, n)).
+int64_t redpack_draw(const PrizeInfo& p, const std::function<int64_t(int64_t)>& draw);
 
 }  // namespace rc::engine
