@@ -578,7 +578,8 @@ TEST_CASE("claim one: migration 0014 runs where the function is missing, and cla
   }
   db.ok({"db", "migrate"});
   if (pg)
-    CHECK(db.count("SELECT count(*) FROM pg_proc WHERE proname = 'rewardctl_claim_one' AND pronargs = 27") == 1);
+    CHECK(db.count("SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE "
+                   "n.nspname = current_schema() AND p.proname = 'rewardctl_claim_one' AND p.pronargs = 27") == 1);
   seed(db, lottery_spec(5, 5));
   KnownDraws d;
   d.values = {0};
