@@ -41,7 +41,8 @@ Engine::~Engine() = default;
 int64_t Engine::draw_below(int64_t total) const {
   const int64_t v = opts_.draw_below ? opts_.draw_below(total) : random_below(total);
   if (v < 0 || v >= total)
-    throw Error(Errc::internal, "a lottery draw of " + std::to_string(v) + " is outside [0, " + std::to_string(total) + ")");
+    throw Error(Errc::internal,
+                "a random draw of " + std::to_string(v) + " is outside [0, " + std::to_string(total) + ")");
   return v;
 }
 
