@@ -77,6 +77,25 @@ std::string user_in_bucket(int64_t b, int64_t buckets, const std::string& not_th
   return "";
 }
 
+// Warms f's engine (its first claim reads the rules), then claims r and returns the grant: on
+// PostgreSQL r must have been one call of rewardctl_claim_one, on SQLite the full flow.
+rc::engine::ClaimOutcome one_round_trip(Faulty& f, const rc::engine::ClaimRequest& warm,
+                                        const rc::engine::ClaimRequest& r) {
+  REQUIRE(f.box.engine->claim(warm).status == rc::engine::Status::granted);
+  const size_t before = f.fs->log().size();
+  auto c = f.box.engine->claim(r);
+  REQUIRE(c.status == rc::engine::Status::granted);
+  std::vector<std::string> sent(f.fs->log().begin() + before, f.fs->log().end());
+  if (is_pg()) {
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].find("rewardctl_claim_one") != std::string::npos);
+  } else {
+    CHECK(sent.size() > 4);
+    for (auto& q : sent) CHECK(q.find("rewardctl_claim_one") == std::string::npos);
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("claim one: a claim writes the same rows and answers the same as the full flow, in one round trip") {
@@ -254,15 +273,20 @@ Spec lottery_spec(int64_t gold_stock, int64_t limit) {
   return s;
 }
 
-// Draws made known: each call takes the next value of `values` (the last one repeats), counted.
+constexpr int64_t kLotteryWeights = 10;  // the lottery's total weight
+
+// Draws made known: each call, over `range` values (a lottery's total weight, a red packet's
+// number of amounts), takes the next value of `values` (the last one repeats), counted.
 struct KnownDraws {
+  explicit KnownDraws(int64_t range) : range(range) {}
+  int64_t range;
   std::vector<int64_t> values;
   std::atomic<int> calls{0};
   rc::engine::EngineOptions options(bool one_statement = true) {
     rc::engine::EngineOptions o;
     o.one_statement_claims = one_statement;
     o.draw_below = [this](int64_t total) {
-      CHECK(total == 10);
+      CHECK(total == range);
       const size_t i = size_t(calls++);
       return values.at(std::min(i, values.size() - 1));
     };
@@ -276,8 +300,7 @@ TEST_CASE("claim one: a lottery draw writes the same rows as the full flow for t
   TestDb db;
   db.migrate();
   seed(db, lottery_spec(100, 5));
-  const bool pg = backend() == "postgres";
-  KnownDraws d1, d2;
+  KnownDraws d1(kLotteryWeights), d2(kLotteryWeights);
   auto one = engine(db, kNow, d1.options());
   auto ref = engine(db, kNow, d2.options(false));
   const std::map<int64_t, std::string> prize_of{{0, "gold"}, {2, "silver"}, {9, "thanks"}};
@@ -305,21 +328,10 @@ TEST_CASE("claim one: a lottery draw writes the same rows as the full flow for t
   CHECK(d2.calls == 3);
 
   // one round trip on PostgreSQL once the rules are cached; the full flow on SQLite
-  KnownDraws d3;
+  KnownDraws d3(kLotteryWeights);
   d3.values = {2};
   auto f = faulty(db, 0, d3.options());
-  REQUIRE(f.box.engine->claim(request("w", "warm")).status == rc::engine::Status::granted);
-  const size_t before = f.fs->log().size();
-  auto c = f.box.engine->claim(request("c", "count"));
-  REQUIRE(c.status == rc::engine::Status::granted);
-  CHECK(c.grant->prize == "silver");
-  std::vector<std::string> sent(f.fs->log().begin() + before, f.fs->log().end());
-  if (pg) {
-    REQUIRE(sent.size() == 1);
-    CHECK(sent[0].find("rewardctl_claim_one") != std::string::npos);
-  } else {
-    CHECK(sent.size() > 4);
-  }
+  CHECK(one_round_trip(f, request("w", "warm"), request("c", "count")).grant->prize == "silver");
 }
 
 // The statement tries only the drawn prize; when it does not grant, the full flow runs with the
@@ -329,7 +341,7 @@ TEST_CASE("claim one: a lottery draw the statement refuses degrades to the conso
   db.migrate();
   seed(db, lottery_spec(1, 5));
   // the first draw of each claim is gold; any second draw would be silver
-  KnownDraws d;
+  KnownDraws d(kLotteryWeights);
   auto e = engine(db, kNow, d.options());
   auto claim_drawing = [&](const std::string& user, const std::string& biz) {
     d.values = {0, 1};
@@ -435,21 +447,7 @@ Spec redpack_spec(int64_t budget) {
   return s;
 }
 
-// Amounts made known: each call takes the next value of `values` as an offset into the range.
-struct KnownAmounts {
-  std::vector<int64_t> offsets;
-  std::atomic<int> calls{0};
-  rc::engine::EngineOptions options(bool one_statement = true) {
-    rc::engine::EngineOptions o;
-    o.one_statement_claims = one_statement;
-    o.draw_below = [this](int64_t n) {
-      CHECK(n == 201);  // 100..300
-      const size_t i = size_t(calls++);
-      return offsets.at(std::min(i, offsets.size() - 1));
-    };
-    return o;
-  }
-};
+constexpr int64_t kPacketAmounts = 201;  // the red packet's amounts, 100..300
 
 }  // namespace
 
@@ -457,13 +455,12 @@ TEST_CASE("claim one: a red packet writes the same rows as the full flow for the
   TestDb db;
   db.migrate();
   seed(db, redpack_spec(100'000));
-  const bool pg = backend() == "postgres";
-  KnownAmounts k1, k2;
+  KnownDraws k1(kPacketAmounts), k2(kPacketAmounts);
   auto one = engine(db, kNow, k1.options());
   auto ref = engine(db, kNow, k2.options(false));
   for (int64_t offset : {0, 57, 200}) {
     CAPTURE(offset);
-    k1.offsets = k2.offsets = {offset};
+    k1.values = k2.values = {offset};
     const std::string tag = std::to_string(offset);
     auto a = one.engine->claim(request("a" + tag, "one-" + tag));
     auto b = ref.engine->claim(request("b" + tag, "ref-" + tag));
@@ -478,21 +475,10 @@ TEST_CASE("claim one: a red packet writes the same rows as the full flow for the
   CHECK(k2.calls == 3);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 2 * (100 + 157 + 300));
 
-  KnownAmounts k3;
-  k3.offsets = {1};
+  KnownDraws k3(kPacketAmounts);
+  k3.values = {1};
   auto f = faulty(db, 0, k3.options());
-  REQUIRE(f.box.engine->claim(request("w", "warm")).status == rc::engine::Status::granted);
-  const size_t before = f.fs->log().size();
-  auto c = f.box.engine->claim(request("c", "count"));
-  REQUIRE(c.status == rc::engine::Status::granted);
-  CHECK(c.grant->amount == 101);
-  std::vector<std::string> sent(f.fs->log().begin() + before, f.fs->log().end());
-  if (pg) {
-    REQUIRE(sent.size() == 1);
-    CHECK(sent[0].find("rewardctl_claim_one") != std::string::npos);
-  } else {
-    CHECK(sent.size() > 4);
-  }
+  CHECK(one_round_trip(f, request("w", "warm"), request("c", "count")).grant->amount == 101);
 }
 
 // The statement grants a red packet only when the budget covers the drawn amount whole; near the
@@ -501,10 +487,10 @@ TEST_CASE("claim one: a red packet the budget no longer covers is capped by the 
   TestDb db;
   db.migrate();
   seed(db, redpack_spec(550));
-  KnownAmounts k;
+  KnownDraws k(kPacketAmounts);
   auto e = engine(db, kNow, k.options());
   auto claim_drawing = [&](const std::string& user, const std::string& biz, std::vector<int64_t> offsets) {
-    k.offsets = std::move(offsets);
+    k.values = std::move(offsets);
     k.calls = 0;
     auto o = e.engine->claim(request(user, biz));
     CHECK(k.calls == 1);
@@ -581,17 +567,12 @@ TEST_CASE("claim one: migration 0014 runs where the function is missing, and cla
     CHECK(db.count("SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE "
                    "n.nspname = current_schema() AND p.proname = 'rewardctl_claim_one' AND p.pronargs = 27") == 1);
   seed(db, lottery_spec(5, 5));
-  KnownDraws d;
+  KnownDraws d(kLotteryWeights);
   d.values = {0};
   auto f = faulty(db, 0, d.options());
-  REQUIRE(f.box.engine->claim(request("w", "warm")).status == rc::engine::Status::granted);
-  const size_t before = f.fs->log().size();
-  auto c = f.box.engine->claim(request("c", "count"));
-  REQUIRE(c.status == rc::engine::Status::granted);
+  auto c = one_round_trip(f, request("w", "warm"), request("c", "count"));
   CHECK(c.grant->prize == "gold");
   CHECK(c.grant->draw_value == 0);
-  std::vector<std::string> sent(f.fs->log().begin() + before, f.fs->log().end());
-  CHECK(sent.size() == (pg ? 1u : sent.size()));
 }
 
 // The function takes the same claim lock as read_gate and a version switch (activity/versions.hpp):
