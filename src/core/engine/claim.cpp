@@ -49,13 +49,9 @@ struct ClaimRun {
   // deliver a grant whose channel is in the database before the hot rows (claim_step: r.deliver,
   // not a dry run)
   bool deliver_now = false;
-  // a lottery's value or a red packet's amount: drawn by the engine (draw), or kept from the
-  // one-statement path when it drew under this version (drawn), never drawn twice for one claim
-  std::function<int64_t(int64_t)> draw = [this](int64_t n) { return e.draw_below(n); };
-  std::optional<int64_t> drawn(const ActivityCatalog& cat) const {
-    if (r.drawn && r.drawn->version == cat.version) return r.drawn->value;
-    return std::nullopt;
-  }
+  // a lottery's value or a red packet's amount: drawn by the engine, or kept from the one-statement
+  // path when it drew under this version (r.drawn_under), never drawn twice for one claim
+  Draw draw = [this](int64_t n) { return e.draw_below(n); };
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
@@ -83,7 +79,7 @@ struct ClaimRun {
                  now);
 
     // 6. prize selection: the candidates, best first (a lottery degrades to its consolation prize)
-    const Selection sel = select_prizes(tx, *cat, r.prize, r.user, now, draw, drawn(*cat));
+    const Selection sel = select_prizes(tx, *cat, r.prize, r.user, now, draw, r.drawn_under(cat->version));
 
     // 6b-8 for each candidate in turn, until one is granted
     std::string last = "sold_out";
@@ -120,7 +116,7 @@ struct ClaimRun {
     // 5b. the prize's own per-user limit
     if (p.limit) take_limit(tx, scope_prize(p.id), r.user, period_key(p.limit_period, now, cat.timezone), *p.limit, now);
     // 6b. the amount (a red packet's is random, within the budget left)
-    const int64_t amount = grant_amount(tx, cat, p, draw, cat.kind == activity::Kind::redpack ? drawn(cat) : std::nullopt);
+    const int64_t amount = grant_amount(tx, cat, p, draw, r.drawn_under(cat.version));
     // Refuse before writing anything when this host cannot deliver the prize: a grant must never
     // be stranded (or invalidated) by one host's incomplete [channels] configuration.
     if (!e.opts_.channels.count(p.channel))

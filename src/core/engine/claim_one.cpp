@@ -163,25 +163,19 @@ const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const C
   // amount drawn here) and a lottery's drawn prize - not with guaranteed draws, which count the
   // user's draws before drawing
   if (cat.whitelist_required || cat.has_ladder || cat.prizes.empty()) return nullptr;
+  const Draw draw = [this](int64_t n) { return draw_below(n); };
   const PrizeInfo* p = nullptr;
   if (cat.kind == activity::Kind::direct || (cat.kind == activity::Kind::redpack && drawn)) {
     p = r.prize ? cat.prize(*r.prize) : &cat.prizes[0];
     if (p && cat.kind == activity::Kind::redpack && p->amount_max) {
       // drawn once, here: the full flow keeps this amount (and caps it by the budget left) when the
       // statement does not grant it - the statement grants it only when the budget covers it whole
-      const int64_t v = r.drawn && r.drawn->version == cat.version && r.drawn->value >= p->amount &&
-                                r.drawn->value <= *p->amount_max
-                            ? r.drawn->value
-                            : redpack_draw(*p, [this](int64_t n) { return draw_below(n); });
-      *drawn = ClaimRequest::Drawn{cat.version, v};
+      *drawn = ClaimRequest::Drawn{cat.version, redpack_amount(*p, r.drawn_under(cat.version), draw)};
     }
   } else if (cat.kind == activity::Kind::lottery && drawn && cat.guarantees.empty() && cat.pool.total() > 0) {
     // drawn once, here: the full flow keeps this draw when the statement does not grant it
-    const int64_t total = cat.pool.total();
-    const int64_t v = r.drawn && r.drawn->version == cat.version && r.drawn->value < total ? r.drawn->value
-                                                                                          : draw_below(total);
-    *drawn = ClaimRequest::Drawn{cat.version, v};
-    p = &cat.prizes[cat.pool.pick(v)];
+    *drawn = ClaimRequest::Drawn{cat.version, lottery_value(cat, r.drawn_under(cat.version), draw)};
+    p = &cat.prizes[cat.pool.pick((*drawn)->value)];
   } else {
     return nullptr;
   }

@@ -1,7 +1,8 @@
 #pragma once
 // The one-statement claim (PostgreSQL; docs/design.md §4, "One round trip"). The common claim - a
-// direct prize, a lottery's drawn prize (no guaranteed draws) or a red packet's drawn amount, delivered through the built-in
-// ledger or after the commit (webhook) or not at all, on an activity whose rules this process read -
+// direct prize, a lottery's drawn prize (no guaranteed draws) or a red packet's drawn amount,
+// delivered through the built-in ledger or after the commit (webhook) or not at all, on an activity
+// whose rules this process read -
 // is one call of rewardctl_claim_one (sql/0012_claim_one_statement.sql, given the draw by
 // sql/0014_claim_one_draw.sql) outside any explicit transaction: one round trip and one commit
 // instead of the full flow's eight statements. A lottery or red packet is drawn once, by the caller:

@@ -50,12 +50,18 @@ struct ClaimRequest {
   bool deliver = true;                // false: stop after commit (the caller delivers later)
   bool dry_run = false;               // run every check and write, then roll back; no delivery
   bool retried_after_release = false; // (internal) the claim already ran again after a fuse let go
-  // (internal) a lottery draw the one-statement path already made, for the activity version it was
-  // made under: the full flow keeps it rather than drawing again (a refused draw gets no second chance)
+  // (internal) a lottery's value or a red packet's amount the one-statement path already drew, for
+  // the activity version it was drawn under: the full flow keeps it rather than drawing again (a
+  // refused draw gets no second chance)
   struct Drawn {
     int64_t version = 0, value = 0;
   };
   std::optional<Drawn> drawn;
+  // The value drawn under `version`, if any (a draw under another version's rules is not kept).
+  std::optional<int64_t> drawn_under(int64_t version) const {
+    if (drawn && drawn->version == version) return drawn->value;
+    return std::nullopt;
+  }
 };
 
 // held: a fuse blocks the prize or activity; the request is kept as a pending grant (held.hpp)
@@ -96,8 +102,8 @@ struct EngineOptions {
   // round trip (claim_one.hpp); the full flow decides whatever it does not grant. false: always the
   // full flow (tests compare the two).
   bool one_statement_claims = true;
-  // A lottery's random value, uniform in [0, total) (total > 0). Empty: the secure-seeded generator
-  // (lottery.hpp). Tests set it to make draws known.
+  // A random value, uniform in [0, total) (total > 0): a lottery's draw, a red packet's amount.
+  // Empty: the secure-seeded generator (lottery.hpp). Tests set it to make draws known.
   std::function<int64_t(int64_t total)> draw_below;
   // Posts an alert queued by a budget ladder step move, after its commit (the CLI posts the signed
   // [alerts] webhook). Empty: no webhook configured, the alert is recorded as skipped.
@@ -190,7 +196,8 @@ class Engine {
   void deliver_after_commit(ClaimOutcome& out);
   // The claim as one statement (claim_one.hpp) when it applies: the granted grant, or nullopt
   // (nothing written) when the full flow has to run.
-  // A lottery it drew for is left in `drawn` (also when it did not grant), for the full flow.
+  // A lottery or red packet it drew for is left in `drawn` (also when it did not grant), for the full
+  // flow.
   std::optional<GrantView> claim_in_one(const ClaimRequest& r, Millis now, std::optional<ClaimRequest::Drawn>& drawn);
   // claim_many's chunk as one statement (claim_one.hpp) when every request qualifies: the outcomes
   // (all granted), or nullopt (nothing written) when the chunk has to run through the full flow.
@@ -206,7 +213,7 @@ class Engine {
   // the ledger (else it stays in init); nullptr when only the full flow may answer r.
   const PrizeInfo* one_statement_prize(const ActivityCatalog& cat, const ClaimRequest& r, bool& ledger_now,
                                        std::optional<ClaimRequest::Drawn>* drawn = nullptr);
-  // A lottery's random value in [0, total): opts_.draw_below, else the generator (lottery.hpp).
+  // A random value in [0, total): opts_.draw_below, else the generator (lottery.hpp).
   int64_t draw_below(int64_t total) const;
   // The function could not be called (no EXECUTE, or not installed): said once, full flow from then on.
   void one_statement_unavailable(const char* function, const Error& e);

@@ -8,9 +8,21 @@
 
 namespace rc::engine {
 
+int64_t lottery_value(const ActivityCatalog& cat, std::optional<int64_t> kept, const Draw& draw) {
+  const int64_t total = cat.pool.total();
+  return kept && *kept >= 0 && *kept < total ? *kept : draw(total);
+}
+
+int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Draw& draw) {
+  if (kept && *kept >= p.amount && *kept <= *p.amount_max) return *kept;
+  // (parse and lint keep 0 <= amount <= amount_max; a span of 2^63 values has no int64 count)
+  const int64_t span = *p.amount_max - p.amount;
+  if (span == INT64_MAX) return random_between(p.amount, *p.amount_max);
+  return p.amount + draw(span + 1);
+}
+
 Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
-                        const std::string& user, Millis now, const std::function<int64_t(int64_t)>& draw,
-                        std::optional<int64_t> drawn) {
+                        const std::string& user, Millis now, const Draw& draw, std::optional<int64_t> kept) {
   Selection sel;
   if (cat.prizes.empty()) throw Rejection{"sold_out"};
   if (cat.kind == activity::Kind::lottery) {
@@ -21,8 +33,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
     }
     if (!chosen) {
       if (cat.pool.total() <= 0) throw Rejection{"sold_out"};
-      const int64_t total = cat.pool.total();
-      sel.draw_value = drawn && *drawn >= 0 && *drawn < total ? *drawn : draw(total);
+      sel.draw_value = lottery_value(cat, kept, draw);
       chosen = cat.pool.pick(*sel.draw_value);
     }
     sel.candidates.push_back(*chosen);
@@ -37,17 +48,10 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
   return sel;
 }
 
-int64_t redpack_draw(const PrizeInfo& p, const std::function<int64_t(int64_t)>& draw) {
-  // (parse and lint keep 0 <= amount <= amount_max; a span of 2^63 values has no int64 count)
-  const int64_t span = *p.amount_max - p.amount;
-  if (span == INT64_MAX) return random_between(p.amount, *p.amount_max);
-  return p.amount + draw(span + 1);
-}
-
-int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p,
-                     const std::function<int64_t(int64_t)>& draw, std::optional<int64_t> drawn) {
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p, const Draw& draw,
+                     std::optional<int64_t> kept) {
   if (cat.kind != activity::Kind::redpack || !p.amount_max) return p.amount;
-  int64_t amount = drawn && *drawn >= p.amount && *drawn <= *p.amount_max ? *drawn : redpack_draw(p, draw);
+  int64_t amount = redpack_amount(p, kept, draw);
   if (cat.has_budget && p.unit_cost_cents > 0) {
     // Never more than the budget left: the conditional update in take_budget still decides.
     int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;

@@ -19,21 +19,27 @@ struct Selection {
   std::optional<int64_t> draw_value; // the lottery's random value, kept on the grant for audit
 };
 
-// The candidates for this claim. A lottery draws with `draw` (a value in [0, total)), unless `drawn`
-// holds a value already drawn under this catalog's version: that draw is kept (the one-statement
-// path drew it, and its refusal must not buy a second draw). Throws Rejection (sold_out: nothing
-// left to draw; not_found: the requested prize does not exist).
-Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
-                        const std::string& user, Millis now, const std::function<int64_t(int64_t)>& draw,
-                        std::optional<int64_t> drawn = std::nullopt);
+// A random value in [0, n) (Engine::draw_below).
+using Draw = std::function<int64_t(int64_t n)>;
 
-// The amount to grant of prize p: its fixed amount, or for a red packet a random amount in its
-// range (`draw` gives a value in [0, n)) capped by the budget left. `drawn`: an amount already
-// drawn for p under this catalog's version (the one-statement path's), kept instead of drawing
-// again. Throws Rejection{budget_exhausted} when even the minimum no longer fits.
-int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p,
-                     const std::function<int64_t(int64_t)>& draw, std::optional<int64_t> drawn = std::nullopt);
-// A red packet's random amount of p, in [p.amount, p.amount_max], from `draw` (a value in [0, n)).
-int64_t redpack_draw(const PrizeInfo& p, const std::function<int64_t(int64_t)>& draw);
+// A draw is made once per claim. `kept` is a value already drawn for this claim under the catalog's
+// version (ClaimRequest::drawn_under: the one-statement path drew it, and its refusal must not buy a
+// second draw); it is used when it lies in the range, else a new value is drawn.
+// A lottery's value, in [0, total weight). REQUIRES: cat.pool.total() > 0.
+int64_t lottery_value(const ActivityCatalog& cat, std::optional<int64_t> kept, const Draw& draw);
+// A red packet's amount of p, in [p.amount, p.amount_max]. REQUIRES: p.amount_max.
+int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Draw& draw);
+
+// The candidates for this claim; a lottery's value is lottery_value(cat, kept, draw). Throws
+// Rejection (sold_out: nothing left to draw; not_found: the requested prize does not exist).
+Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
+                        const std::string& user, Millis now, const Draw& draw,
+                        std::optional<int64_t> kept = std::nullopt);
+
+// The amount to grant of prize p: its fixed amount, or for a red packet redpack_amount(p, kept,
+// draw) capped by the budget left. Throws Rejection{budget_exhausted} when even the minimum no
+// longer fits.
+int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p, const Draw& draw,
+                     std::optional<int64_t> kept = std::nullopt);
 
 }  // namespace rc::engine
