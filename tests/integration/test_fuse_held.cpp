@@ -332,3 +332,42 @@ TEST_CASE("fuse held: claims arriving while a release runs are held and then rel
   CHECK(db.count("SELECT count(*) FROM ledger_entry") == n + claims);
   CHECK(remain(db) == 20000 - n - claims);
 }
+
+// A lottery request held by a fuse keeps the draw it made; its release grants what it drew. Drawing
+// again on release would give every held request a second chance at the prizes nobody blocked.
+TEST_CASE("fuse held: a held lottery request keeps its draw, and its release grants what it drew") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.kind = "lottery";
+  s.custom_prizes = true;
+  s.budget = 1'000'000;
+  // gold [0, 1), silver [1, 4), thanks [4, 10), thanks the consolation prize
+  s.extra = "[items.gold]\nkind = \"coupon\"\nunit_cost_cents = 500\nchannel = \"ledger\"\n"
+            "[[prizes]]\ncode = \"gold\"\nitem = \"gold\"\namount = 1\nstock = 10\nweight = 1\n"
+            "[[prizes]]\ncode = \"silver\"\nitem = \"thing\"\namount = 3\nstock = 100\nweight = 3\n"
+            "[[prizes]]\ncode = \"thanks\"\nitem = \"thing\"\namount = 1\nstock = 100\nweight = 6\n"
+            "[lottery]\nconsolation = \"thanks\"\n";
+  seed(db, s);
+  block(db, {"--prize", "gold"});
+  block(db, {"--prize", "thanks"});
+  rc::engine::EngineOptions o;
+  o.draw_below = [](int64_t total) {
+    CHECK(total == 10);
+    return int64_t(0);  // every draw here is gold
+  };
+  auto e = engine(db, std::nullopt, o);
+  for (int i = 0; i < 5; ++i) {
+    auto h = claim(*e.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i));
+    CHECK(h.status == rc::engine::Status::held);
+  }
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending' AND draw_value = 0 AND pool_version = 1") == 5);
+  // the releases run in the CLI's own processes, with the secure-seeded generator: a new draw would
+  // be gold only one time in ten
+  db.ok({"fuse", "unblock", "act", "--prize", "gold", "--reason", "fixed"});
+  db.ok({"fuse", "unblock", "act", "--prize", "thanks", "--reason", "fixed"});
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN prize p ON p.id = g.prize_id WHERE p.code = 'gold' AND "
+                 "g.state = 'success' AND g.draw_value = 0 AND g.degraded_from IS NULL") == 5);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state <> 'success'") == 0);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 5 * 500);
+}

@@ -52,6 +52,7 @@ struct ClaimRun {
   // a lottery's value or a red packet's amount: drawn by the engine, or kept from the one-statement
   // path when it drew under this version (r.drawn_under), never drawn twice for one claim
   Draw draw = [this](int64_t n) { return e.draw_below(n); };
+  std::optional<ClaimRequest::Drawn> made_draw = std::nullopt;  // the lottery draw selection made or kept
 
   void run() {
     // 2. the activity and everything about this user that risk needs, in one round trip
@@ -80,6 +81,7 @@ struct ClaimRun {
 
     // 6. prize selection: the candidates, best first (a lottery degrades to its consolation prize)
     const Selection sel = select_prizes(tx, *cat, r.prize, r.user, now, draw, r.drawn_under(cat->version));
+    if (sel.draw_value) made_draw = ClaimRequest::Drawn{cat->version, *sel.draw_value};
 
     // 6b-8 for each candidate in turn, until one is granted
     std::string last = "sold_out";
@@ -251,6 +253,7 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, 
       step.kind = StepResult::rejected;
       step.reason = rej.reason;
       step.blocked_prize = run.blocked_prize;
+      step.drawn = run.made_draw;
     }
   } catch (const TwinWon&) {
     step.kind = StepResult::twin;
@@ -298,6 +301,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
   bool twin = false;
   std::optional<GrantView> granted;
   std::optional<int64_t> blocked_prize;
+  std::optional<ClaimRequest::Drawn> held_draw;
   std::optional<LadderMove> ladder;
   try {
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
@@ -315,6 +319,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
         twin = step.kind == StepResult::twin;
         out.reason = step.reason;
         blocked_prize = step.blocked_prize;
+        held_draw = step.drawn;
         tx.rollback_only();
       }
     });
@@ -332,13 +337,15 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
     return finish();
   }
   if (!granted && out.reason == "held_by_fuse") {
-    // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp)
-    if (hold(r, now, blocked_prize, out)) return finish();
+    // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp),
+    // with the lottery draw it made, which its release keeps (a hold never buys a second draw)
+    ClaimRequest held = r;
+    if (held_draw) held.drawn = held_draw;
+    if (hold(held, now, blocked_prize, out)) return finish();
     // the event was released between the claim's transaction and the hold: claim again, once
     if (!r.retried_after_release) {
-      ClaimRequest again = r;
-      again.retried_after_release = true;
-      return claim(again);
+      held.retried_after_release = true;
+      return claim(held);
     }
   }
   if (!granted) {

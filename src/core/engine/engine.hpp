@@ -127,6 +127,7 @@ struct StepResult {
   std::string reason;  // rejected: the reason code
   GrantView grant;     // granted: the new grant (state init)
   std::optional<int64_t> blocked_prize;  // rejected held_by_fuse: the blocked prize (none: the activity)
+  std::optional<ClaimRequest::Drawn> drawn;  // rejected: the lottery draw it made (a held request keeps it)
   std::optional<LadderMove> ladder;      // granted: the budget ladder step it moved
   std::optional<HotTake> deferred;       // granted with defer_hot_rows: what it has not taken yet
 };

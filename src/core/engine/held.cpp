@@ -41,12 +41,15 @@ std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int
     auto p = s.query("SELECT id FROM prize WHERE activity_id = $1 AND code = $2", {activity_id, *r.prize});
     if (!p.empty()) asked = p[0].i64(0);
   }
+  // A lottery's draw, with the version it was drawn under, so that the release keeps it.
+  std::optional<int64_t> draw_value, draw_version;
+  if (r.drawn) draw_value = r.drawn->value, draw_version = r.drawn->version;
   auto ins = s.query(
       "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, source, "
-      "list_item_id, reason, fuse_event_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 0, 0, 'pending', $6, "
-      "$7, 'held_by_fuse', $8, $9, $9) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
+      "list_item_id, reason, fuse_event_id, draw_value, pool_version, created_at, updated_at) VALUES ($1, $2, $3, $4, "
+      "$5, 0, 0, 'pending', $6, $7, 'held_by_fuse', $8, $9, $10, $11, $11) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
       {new_id("R", now), r.biz_id, activity_id, store::opt(asked), r.user, store::opt(r.source),
-       store::opt(r.list_item_id), event_id, now});
+       store::opt(r.list_item_id), event_id, store::opt(draw_value), store::opt(draw_version), now});
   if (ins.empty()) return std::nullopt;
   const int64_t id = ins[0].i64(0);
   log_created(s, id, GrantState::pending, actor, "held_by_fuse", now);
@@ -120,7 +123,7 @@ namespace {
 struct HeldGrant {
   std::string record_code;
   GrantState state = GrantState::pending;
-  ClaimRequest request;  // biz_id, activity, prize (the one asked for), user, source, list_item_id
+  ClaimRequest request;  // biz_id, activity, prize (the one asked for), user, source, list_item_id, drawn
   int64_t activity_id = 0;
   std::optional<int64_t> prize_id;
 };
@@ -128,7 +131,8 @@ struct HeldGrant {
 std::optional<HeldGrant> find_held_grant(store::Store& s, int64_t grant_id) {
   auto h = s.query(
       "SELECT g.record_code, g.biz_id, a.code, p.code, g.user_id, g.source, g.list_item_id, g.state, g.activity_id, "
-      "g.prize_id FROM grants g JOIN activity a ON a.id = g.activity_id LEFT JOIN prize p ON p.id = g.prize_id "
+      "g.prize_id, g.draw_value, g.pool_version FROM grants g JOIN activity a ON a.id = g.activity_id "
+      "LEFT JOIN prize p ON p.id = g.prize_id "
       "WHERE g.id = $1",
       {grant_id});
   if (h.empty()) return std::nullopt;
@@ -144,6 +148,8 @@ std::optional<HeldGrant> find_held_grant(store::Store& s, int64_t grant_id) {
   g.state = state_from_db<GrantState>(x.str(7));
   g.activity_id = x.i64(8);
   g.prize_id = x.opt_i64(9);
+  // the lottery draw the held request made: kept by the release under the same version
+  if (!x.is_null(10) && !x.is_null(11)) g.request.drawn = ClaimRequest::Drawn{x.i64(11), x.i64(10)};
   return g;
 }
 

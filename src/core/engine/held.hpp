@@ -2,8 +2,10 @@
 // Held requests, not lost requests (rule 4, the fuse). While a fuse event blocks a prize or a whole
 // activity, a claim that the fuse stops is recorded as a grant in state `pending` with reason
 // `held_by_fuse` and the event's id on it (grants.fuse_event_id). It has taken nothing: no stock,
-// no budget, no limit count, no qualification, and it has no amount yet. The answer is `held`
-// with its record code; a retry with the same biz_id returns the same held grant (rule 1).
+// no budget, no limit count, no qualification, and it has no amount yet. A lottery request keeps
+// the draw it made (draw_value, pool_version), which its release keeps under the same version. The
+// answer is `held` with its record code; a retry with the same biz_id returns the same held grant
+// (rule 1).
 //
 // The operator decides per event (jobs/fuse.hpp):
 //   release (false alarm)  each held grant goes through the common flow again (activity, qualification,
