@@ -18,6 +18,10 @@
 // heaviest statements; the server must preload pg_stat_statements (the bench creates the extension).
 // --ladder: instead, the cost of the budget ladder - the same claims on an activity with a budget,
 // without and with a ladder (thresholds never reached), 16 stock buckets; ratio ladder / budget.
+// --kinds: instead, lottery and red packet claims delivered through the ledger, by the one
+// statement (PostgreSQL, rewardctl_claim_one) and by the full flow (one_statement_claims = false),
+// alternated in short rounds on one activity; ratio one statement / full flow. With --pg-stats,
+// also statements and server time per claim for each. SQLite has no statement: not measured there.
 // PostgreSQL: --pg, else $REWARDCTL_BENCH_PG, else $REWARDCTL_TEST_PG (or start one with scripts/pgtmp.sh).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -67,6 +71,23 @@ std::string definition(int buckets, const std::string& budget = "") {
          std::to_string(buckets) + "\n";
 }
 
+// --kinds: a lottery (three prizes by weight, a consolation) or a red packet (100..300 cents), each
+// with a budget never exhausted and a per-user daily limit, 16 stock buckets per prize.
+std::string kind_definition(const std::string& kind) {
+  std::string t = "code = \"bench\"\nname = \"bench\"\nkind = \"" + kind +
+                  "\"\ntimezone = \"UTC\"\nstart = \"2020-01-01T00:00:00Z\"\nend = \"2099-01-01T00:00:00Z\"\n"
+                  "budget_cents = " + std::to_string(kBudgetCents) + "\n[limit]\ncount = 1\nperiod = \"day\"\n";
+  if (kind == "lottery")
+    return t + "[items.coupon]\nkind = \"coupon\"\nunit_cost_cents = 100\nchannel = \"ledger\"\n"
+               "[[prizes]]\ncode = \"gold\"\nitem = \"coupon\"\namount = 5\nstock = 100000000\nstock_buckets = 16\nweight = 1\n"
+               "[[prizes]]\ncode = \"silver\"\nitem = \"coupon\"\namount = 2\nstock = 100000000\nstock_buckets = 16\nweight = 3\n"
+               "[[prizes]]\ncode = \"thanks\"\nitem = \"coupon\"\namount = 1\nstock = 100000000\nstock_buckets = 16\nweight = 6\n"
+               "[lottery]\nconsolation = \"thanks\"\n";
+  return t + "[items.cash]\nkind = \"cash\"\nunit_cost_cents = 1\nchannel = \"ledger\"\n"
+             "[[prizes]]\ncode = \"packet\"\nitem = \"cash\"\namount_min = 100\namount_max = 300\nstock = 100000000\n"
+             "stock_buckets = 16\n";
+}
+
 std::unique_ptr<store::Store> open(const Target& t) {
   store::StoreOptions o;
   o.create_if_missing = true;
@@ -76,7 +97,8 @@ std::unique_ptr<store::Store> open(const Target& t) {
 }
 
 // A fresh database (SQLite file / PostgreSQL schema) with the activity and a raw table.
-Target fresh(const std::string& backend, const std::string& pg, int buckets, int run, const std::string& budget = "") {
+Target fresh(const std::string& backend, const std::string& pg, int buckets, int run, const std::string& budget = "",
+             const std::string& kind = "direct") {
   Target t;
   t.name = backend;
   if (backend == "sqlite") {
@@ -97,9 +119,10 @@ Target fresh(const std::string& backend, const std::string& pg, int buckets, int
   }
   auto s = open(t);
   store::migrate(*s, 0);
-  auto parsed = activity::parse_definition(definition(buckets, budget), "bench");
+  const std::string text = kind == "direct" ? definition(buckets, budget) : kind_definition(kind);
+  auto parsed = activity::parse_definition(text, "bench");
   if (!parsed.def) throw std::runtime_error("bench definition does not parse");
-  activity::create(*s, *parsed.def, definition(buckets, budget), {true, false}, {"bench", false}, 0);
+  activity::create(*s, *parsed.def, text, {true, false}, {"bench", false}, 0);
   // The raw claim's own tables: one stock row per bucket, and claims with a unique biz_id.
   s->transact(store::TxMode::write, [&](store::Tx& tx) {
     tx.exec_script(
@@ -152,7 +175,7 @@ double measure(int workers, Setup setup) {
   return double(done) / secs;
 }
 
-double run_core(const Target& t, int workers, bool deliver) {
+double run_core(const Target& t, int workers, bool deliver, bool one_statement = true) {
   SystemClock clock;
   static int calls = 0;  // every measurement claims with biz ids of its own: a reused one is a replay
   const std::string call = std::to_string(calls++);
@@ -160,6 +183,7 @@ double run_core(const Target& t, int workers, bool deliver) {
     auto st = std::shared_ptr<store::Store>(open(t));
     engine::EngineOptions o;
     o.actor = "bench";
+    o.one_statement_claims = one_statement;
     auto eng = std::make_shared<engine::Engine>(*st, clock, o);
     std::string prefix = "w" + std::to_string(w) + "_" + std::to_string(deliver) + "_" + call + "_";
     return [st, eng, prefix, deliver](int64_t i) {
@@ -287,7 +311,7 @@ int main(int argc, char** argv) {
   std::string pg;
   if (const char* e = std::getenv("REWARDCTL_BENCH_PG")) pg = e;
   else if (const char* e2 = std::getenv("REWARDCTL_TEST_PG")) pg = e2;
-  bool do_pg = true, do_sqlite = true, ladder = false, json = false, pg_stats = false;
+  bool do_pg = true, do_sqlite = true, ladder = false, kinds = false, json = false, pg_stats = false;
   std::vector<int> workers{1, 4, 16};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -296,6 +320,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-pg") do_pg = false;
     else if (a == "--no-sqlite") do_sqlite = false;
     else if (a == "--ladder") ladder = true;
+    else if (a == "--kinds") kinds = true;
     else if (a == "--pg-stats") pg_stats = true;
     else if ((a == "-o" || a == "--output") && i + 1 < argc && std::string(argv[i + 1]) == "json") json = (++i, true);
     else if (a == "--workers" && i + 1 < argc) {
@@ -305,7 +330,8 @@ int main(int argc, char** argv) {
       while (std::getline(ss, x, ',')) workers.push_back(std::atoi(x.c_str()));
     } else {
       std::fprintf(stderr,
-                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [--pg-stats] "
+                   "usage: claim [--seconds S] [--pg CONNINFO] [--no-pg] [--no-sqlite] [--workers 1,4,16] [--ladder] [--kinds] "
+                   "[--pg-stats] "
                    "[-o json]\n");
       return 64;
     }
@@ -317,6 +343,57 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends;
   if (do_sqlite) backends.push_back("sqlite");
   if (do_pg) backends.push_back("postgres");
+  if (kinds) {
+    if (pg.empty()) {
+      std::fprintf(stderr, "claim: --kinds measures PostgreSQL's one statement: give --pg\n");
+      return 69;
+    }
+    if (!json)
+      std::printf("%-9s %-8s %7s %14s %12s %11s\n", "backend", "kind", "workers", "one-statement/s", "full-flow/s",
+                  "one/full");
+    int run = 0;
+    for (const std::string kind : {"lottery", "redpack"})
+      for (int w : workers) {
+        auto t = fresh("postgres", pg, 16, run++, "", kind);
+        // alternated in short rounds, so that a load change on the machine hits both alike
+        const double whole = g_seconds;
+        g_seconds = whole / 4;
+        double one = 0, full = 0;
+        for (int round = 0; round < 4; ++round) {
+          one += run_core(t, w, true, true) / 4;
+          full += run_core(t, w, true, false) / 4;
+        }
+        g_seconds = whole;
+        ServerCost one_cost, full_cost;
+        if (pg_stats) {
+          g_seconds = whole / 4;
+          stats_reset(pg);
+          run_core(t, w, true, true);
+          one_cost = stats_read(pg, g_last_done);
+          stats_reset(pg);
+          run_core(t, w, true, false);
+          full_cost = stats_read(pg, g_last_done);
+          g_seconds = whole;
+        }
+        drop(t, pg);
+        if (json)
+          std::printf("{\"backend\":\"postgres\",\"kind\":\"%s\",\"workers\":%d,\"one_statement_per_s\":%.0f,"
+                      "\"full_flow_per_s\":%.0f,\"one_over_full\":%.3f}\n",
+                      kind.c_str(), w, one, full, full > 0 ? one / full : 0);
+        else
+          std::printf("%-9s %-8s %7d %14.0f %12.0f %11.2f\n", "postgres", kind.c_str(), w, one, full,
+                      full > 0 ? one / full : 0);
+        if (pg_stats) {
+          print_cost("one-stmt", one_cost, json, kind, w);
+          print_cost("full-flow", full_cost, json, kind, w);
+        }
+        std::fflush(stdout);
+      }
+    if (!json)
+      std::printf("\nEngine::claim delivered through the ledger, 16 stock buckets per prize, a budget and a per-user daily\n"
+                  "limit. one-statement: rewardctl_claim_one (docs/design.md 4); full-flow: one_statement_claims = false.\n");
+    return 0;
+  }
   if (ladder) {
     // The budget ladder's price on the claim's hot path: one statement either way (the ladder's has
     // two more comparisons and RETURNING), measured as budget-with-ladder / budget-alone.

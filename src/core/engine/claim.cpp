@@ -339,13 +339,18 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
   if (!granted && out.reason == "held_by_fuse") {
     // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp),
     // with the lottery draw it made, which its release keeps (a hold never buys a second draw)
+    // (only a draw the step made: none when the hold came before selection, and a red packet's
+    // amount, drawn after selection, is not the held request's)
     ClaimRequest held = r;
-    if (held_draw) held.drawn = held_draw;
+    held.drawn = held_draw;
     if (hold(held, now, blocked_prize, out)) return finish();
-    // the event was released between the claim's transaction and the hold: claim again, once
+    // the event was released between the claim's transaction and the hold: claim again, once,
+    // keeping whatever this claim drew
     if (!r.retried_after_release) {
-      held.retried_after_release = true;
-      return claim(held);
+      ClaimRequest again = r;
+      if (held_draw) again.drawn = held_draw;
+      again.retried_after_release = true;
+      return claim(again);
     }
   }
   if (!granted) {
