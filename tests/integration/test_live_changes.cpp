@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/activity/live.hpp"
+#include "support/jobs.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -254,4 +255,62 @@ TEST_CASE("live: concurrent budget raises and stock adds all apply, one after th
   CHECK(d["id"].is_null());
   CHECK(d["message"].get<std::string>().find("change approve") == std::string::npos);
   db.ok({"activity", "change", "list", "--activity", "nope"}, 67);  // not found, as everywhere
+}
+
+TEST_CASE("live: a stock change takes the buckets in bucket order, as a claim chunk does, and spreads as before") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 300;
+  s.buckets = 3;
+  seed(db, s);
+  namespace live = rc::activity::live;
+  // totals 110, 100, 90: an add goes to the emptiest bucket first, a removal takes from the fullest
+  db.open()->exec("UPDATE stock SET total = total + 10, remain = remain + 10 WHERE bucket = 0");
+  db.open()->exec("UPDATE stock SET total = total - 10, remain = remain - 10 WHERE bucket = 2");
+  auto bucket = [&](int b) { return db.count("SELECT total FROM stock WHERE bucket = $1", {int64_t(b)}); };
+  const rc::activity::Actor who{"op", false};
+  live::request(*db.open(), {live::ChangeKind::stock_add, "act", "p1", 1, "one more"}, false, who, 1);
+  CHECK(bucket(0) == 110);
+  CHECK(bucket(1) == 100);
+  CHECK(bucket(2) == 91);
+  live::request(*db.open(), {live::ChangeKind::stock_remove, "act", "p1", 15, "fewer"}, false, who, 1);
+  CHECK(bucket(0) == 95);  // the fullest gave all 15
+  CHECK(bucket(1) == 100);
+  CHECK(bucket(2) == 91);
+  CHECK(db.count("SELECT stock_total FROM prize") == 286);
+
+  if (is_pg()) {
+    // A transaction holding bucket 0 (as a chunk does, on its way to bucket 2): the change waits for
+    // bucket 0 holding no bucket, so the chunk's next bucket is free. (Before, the change took the
+    // emptiest bucket 2 first: the chunk then waited on it, crosswise, until one of the two was
+    // aborted as a deadlock; lock_timeout makes that wait an error here.)
+    auto st = db.open();
+    std::thread change;
+    st->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+      tx.exec("UPDATE stock SET remain = remain WHERE bucket = 0");
+      change = std::thread([&] {
+        live::request(*db.open(), {live::ChangeKind::stock_add, "act", "p1", 2, "two more"}, false, who, 1);
+      });
+      CHECK(eventually([&] {
+        return db.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
+                        "'SELECT bucket, total, remain FROM stock%'") > 0;
+      }));
+      bool blocked = false;
+      try {
+        tx.exec_script("SET LOCAL lock_timeout = '300ms'");
+        tx.exec("UPDATE stock SET remain = remain WHERE bucket = 2");
+      } catch (const std::exception& e) {
+        blocked = true;
+        MESSAGE("the chunk's second bucket: " << e.what());
+      }
+      CHECK_FALSE(blocked);
+      tx.rollback_only();
+    });
+    change.join();  // (it had waited for bucket 0 until that rollback)
+    CHECK(bucket(0) == 96);  // the emptiest two got one each: 91 and 95
+    CHECK(bucket(1) == 100);
+    CHECK(bucket(2) == 92);
+    CHECK(db.count("SELECT stock_total FROM prize") == 288);
+  }
 }

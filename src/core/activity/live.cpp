@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "core/activity/versions.hpp"
@@ -83,7 +84,7 @@ ActivityRow running(Session& s, const std::string& code) {
 
 // One stock bucket of a prize.
 struct StockBucket {
-  int64_t bucket = 0, remain = 0;
+  int64_t bucket = 0, total = 0, remain = 0;
 };
 
 // Applies the change in s. Returns (before, after): the prize's stock total, or the authorised budget.
@@ -95,13 +96,16 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
   if (is_stock(kind)) {
     auto p = get_prize(s, a.id, a.code, prize, true);
     const std::string pg_lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
-    // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
+    // Locked in bucket order, as a claim chunk takes them (sql/0013), so that a change and a chunk
+    // never wait on each other's buckets crosswise; then taken in the order the change needs.
     std::vector<StockBucket> b;
-    for (auto& row : s.query(std::string("SELECT bucket, remain FROM stock WHERE prize_id = $1 ORDER BY ") +
-                                 (kind == ChangeKind::stock_add ? "total, bucket" : "remain DESC, bucket") + pg_lock,
-                             {p.id})
-                         .rows)
-      b.push_back({row.i64(0), row.i64(1)});
+    for (auto& row :
+         s.query("SELECT bucket, total, remain FROM stock WHERE prize_id = $1 ORDER BY bucket" + pg_lock, {p.id}).rows)
+      b.push_back({row.i64(0), row.i64(1), row.i64(2)});
+    // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
+    std::stable_sort(b.begin(), b.end(), [&](const StockBucket& x, const StockBucket& y) {
+      return kind == ChangeKind::stock_add ? x.total < y.total : x.remain > y.remain;
+    });
     if (kind == ChangeKind::stock_add) {
       int64_t sum;
       if (__builtin_add_overflow(p.stock_total, amount, &sum))
