@@ -402,3 +402,21 @@ TEST_CASE("faults: SIGTERM after committed work - import and list-issue record t
     CHECK(db.count("SELECT count(*) FROM grants") == issued);
   }
 }
+
+TEST_CASE("faults: a statement bound with the wrong number of parameters is our bug (70), not a lost database (69)") {
+  TestDb db;
+  db.migrate();
+  auto st = db.open();
+  for (const rc::store::Params& p : {rc::store::Params{int64_t(1), int64_t(2)}, rc::store::Params{}}) {
+    CAPTURE(p.size());
+    try {
+      st->query("SELECT count(*) FROM grants WHERE id = $1", p);
+      FAIL("a statement with " << p.size() << " parameter(s) for one ran");
+    } catch (const rc::Error& e) {
+      INFO(e.what());
+      CHECK(e.kind() == rc::Errc::internal);
+      CHECK(rc::exit_code(e.kind()) == rc::Exit::internal);
+    }
+  }
+  CHECK(st->query("SELECT count(*) FROM grants WHERE id = $1", {int64_t(1)})[0].i64(0) == 0);  // the store still works
+}

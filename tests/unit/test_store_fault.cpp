@@ -20,7 +20,7 @@ TEST_CASE("fault: PostgreSQL errors by SQLSTATE class") {
            {"55P03", Fault::retry, Exit::unavailable},        // lock not available (lock_timeout)
            {"23505", Fault::unique, Exit::internal},          // handled by callers as a twin
            {"08006", Fault::unavailable, Exit::unavailable},  // connection failure
-           {"08P01", Fault::unavailable, Exit::unavailable},
+           {"08P01", Fault::bug, Exit::internal},             // protocol violation: e.g. a bind count that is ours
            {"53100", Fault::unavailable, Exit::unavailable},  // disk full
            {"53300", Fault::unavailable, Exit::unavailable},  // too many connections
            {"57P01", Fault::unavailable, Exit::unavailable},  // admin shutdown: backend terminated
@@ -59,6 +59,7 @@ TEST_CASE("fault: SQLite errors by result code, in the same classes") {
   CHECK(classify_sqlite(SQLITE_CORRUPT, false) == Fault::unavailable);
   CHECK(classify_sqlite(SQLITE_NOTADB, false) == Fault::unavailable);
   CHECK(classify_sqlite(SQLITE_TOOBIG, false) == Fault::data);
+  CHECK(classify_sqlite(SQLITE_RANGE, false) == Fault::bug);  // a parameter index out of range: ours
   CHECK(classify_sqlite(SQLITE_INTERRUPT, true) == Fault::interrupted);
   CHECK(classify_sqlite(SQLITE_ERROR, false) == Fault::bug);
 }

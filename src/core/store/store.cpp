@@ -1,5 +1,7 @@
 #include "core/store/store.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <random>
 #include <thread>
@@ -84,6 +86,30 @@ void Store::before_retry(int attempt, const std::string& why) {
     throw Error(Errc::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
   ++retries_;
   retry_backoff(attempt + 1);
+}
+
+size_t placeholder_count(const std::string& sql) {
+  size_t most = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '\'' || c == '"') {  // to the closing quote (a doubled one stays inside)
+      while (++i < sql.size() && sql[i] != c) {
+      }
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (c == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      size_t n = 0;
+      while (i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') n = n * 10 + size_t(sql[++i] - '0');
+      most = std::max(most, n);
+    }
+  }
+  return most;
+}
+
+void check_parameter_count(const std::string& sql, size_t takes, size_t given) {
+  if (takes == given) return;
+  throw Error(Errc::internal, "a statement taking " + std::to_string(takes) + " parameter(s) was given " +
+                                  std::to_string(given) + " (a bug in rewardctl): " + sql.substr(0, 200));
 }
 
 void retry_backoff(int attempt) {

@@ -198,6 +198,14 @@ auto transact(Store& s, TxMode mode, F&& f) -> decltype(f(std::declval<Tx&>())) 
   return std::move(*out);
 }
 
+// A statement given another number of parameters than its text takes ($1 .. $N, the highest N
+// outside string literals and quoted names): Error(internal) naming both counts and the statement,
+// before anything is sent. (PostgreSQL would refuse it as a protocol violation, which libpqxx 6.4
+// reports as a lost connection; SQLite would bind NULL to the missing ones.)
+void check_parameter_count(const std::string& sql, size_t takes, size_t given);
+// The highest $N of a statement's text outside string literals, quoted names and -- comments.
+size_t placeholder_count(const std::string& sql);
+
 // Sleeps before retry `attempt` (1-based): a short randomized exponential backoff.
 void retry_backoff(int attempt);
 

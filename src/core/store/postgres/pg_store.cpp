@@ -93,23 +93,28 @@ Result convert(const pqxx::result& r) {
   return out;
 }
 
+// A statement prepared on the connection: its name and how many parameters its text takes.
+struct Prepared {
+  std::string name;
+  size_t params = 0;
+};
+
 class PgSession : public Tx {
  public:
-  PgSession(pqxx::connection& c, pqxx::transaction_base& t, std::unordered_map<std::string, std::string>& prepared)
+  PgSession(pqxx::connection& c, pqxx::transaction_base& t, std::unordered_map<std::string, Prepared>& prepared)
       : conn_(c), t_(t), prepared_(prepared) {}
   Dialect dialect() const override { return Dialect::postgres; }
 
   Result query(const std::string& sql, const Params& params) override {
     try {
       auto it = prepared_.find(sql);
-      std::string name;
       if (it == prepared_.end()) {
-        name = "rc" + std::to_string(prepared_.size() + 1);
-        conn_.prepare(name, sql);
-        prepared_.emplace(sql, name);
-      } else {
-        name = it->second;
+        Prepared p{"rc" + std::to_string(prepared_.size() + 1), placeholder_count(sql)};
+        conn_.prepare(p.name, sql);
+        it = prepared_.emplace(sql, std::move(p)).first;
       }
+      check_parameter_count(sql, it->second.params, params.size());
+      const std::string& name = it->second.name;
       std::vector<std::string> storage;
       storage.reserve(params.size());
       std::vector<const char*> ptrs;
@@ -149,13 +154,13 @@ class PgSession : public Tx {
  private:
   pqxx::connection& conn_;
   pqxx::transaction_base& t_;
-  std::unordered_map<std::string, std::string>& prepared_;
+  std::unordered_map<std::string, Prepared>& prepared_;
 };
 
 // Each statement in its own implicit transaction.
 class PgAutoSession : public Session {
  public:
-  PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, std::string>& prepared)
+  PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, Prepared>& prepared)
       : conn_(c), prepared_(prepared) {}
   Dialect dialect() const override { return Dialect::postgres; }
   Result query(const std::string& sql, const Params& params) override {
@@ -171,7 +176,7 @@ class PgAutoSession : public Session {
 
  private:
   pqxx::connection& conn_;
-  std::unordered_map<std::string, std::string>& prepared_;
+  std::unordered_map<std::string, Prepared>& prepared_;
 };
 
 class PgBulk : public BulkWriter {
@@ -314,7 +319,7 @@ class PgStore : public Store {
   std::string conninfo_;  // (for companions; never printed: it may hold a password)
   std::vector<std::unique_ptr<PgStore>> companions_;
   std::unique_ptr<pqxx::connection> conn_;
-  std::unordered_map<std::string, std::string> prepared_;
+  std::unordered_map<std::string, Prepared> prepared_;
   std::string desc_;
   std::unique_ptr<PgAutoSession> auto_;
   int cancel_action_ = 0;

@@ -86,6 +86,7 @@ class SqliteSession : public Tx {
       } else {
         st = it->second.get();
       }
+      check_parameter_count(sql, size_t(st->getBindParameterCount()), params.size());
       st->tryReset();
       st->clearBindings();
       for (size_t i = 0; i < params.size(); ++i) {
