@@ -657,6 +657,10 @@ TEST_CASE("lint: value_too_large - sums, products, day counts and INTEGER column
     auto r = review(with(with(kRedpack, "amount_max = 100", "amount_max = 9223372036854775807"), "unit_cost_cents = 1",
                          "unit_cost_cents = 2"));
     CHECK(find(r, "value_too_large", "prizes[0].amount_max"));
+    // a cost that alone does not fit: no budget is suggested (there is none, and 2^63-1 minus it is negative)
+    for (auto* def : {&p, &r})
+      for (auto& f : def->findings) CHECK(f.message.find("use a budget below -") == std::string::npos);
+    CHECK_FALSE(find(r, "value_too_large", "budget_cents"));
   }
   SUBCASE("stock x cost summed over the prizes beyond 64 bits") {
     auto p = review(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 1000000000000"), "stock = 100",
@@ -706,6 +710,11 @@ TEST_CASE("lint: redpack_range and redpack_shape") {
   REQUIRE(f);
   CHECK(f->severity == Severity::error);
   CHECK(f->line == 18);
+  // an empty packet: a range from 0 (a fixed amount may still be anything the item allows)
+  auto empty = review(with(kRedpack, "amount_min = 10", "amount_min = 0"));
+  REQUIRE(find(empty, "redpack_range", "prizes[0].amount_min"));
+  CHECK(find(empty, "redpack_range", "prizes[0].amount_min")->severity == Severity::error);
+  CHECK_FALSE(find(review(with(kRedpack, "amount_min = 10", "amount_min = 1")), "redpack_range"));
   auto direct_range = review(with(kDirect, "amount = 1", "amount_min = 1\namount_max = 2"));
   CHECK(find(direct_range, "redpack_range", "prizes[0].amount_max"));
 

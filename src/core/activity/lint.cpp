@@ -192,6 +192,10 @@ class Linter {
         add("redpack_range", Severity::error, p.path + ".amount_max",
             "amount_max " + std::to_string(*p.amount_max) + " is below amount_min " + std::to_string(p.amount) +
                 ": swap them, or fix the range");
+      else if (p.amount == 0)
+        add("redpack_range", Severity::error, p.path + ".amount_min",
+            "amount_min 0 allows an empty red packet: a user would be granted 0 cents, spending a stock unit "
+            "and a limit count on nothing; start the range at 1 cent or more");
     }
     if (p.stock == 0)
       add("zero_stock", Severity::warning, p.path + ".stock",
@@ -316,8 +320,9 @@ class Linter {
     if (total_cost > kI64)
       too_large("prizes", "all stock at its maximum cost adds up to " + big(total_cost) +
                               " cents, more than 64 bits hold: costs could not be summed; lower stock or amounts");
-    // consumed + cost must never overflow, whichever way a statement adds them.
-    if (d_.budget_cents && __int128(*d_.budget_cents) + max_cost > kI64)
+    // consumed + cost must never overflow, whichever way a statement adds them. (A cost that alone
+    // does not fit is reported above: no budget could take it, and none is suggested.)
+    if (d_.budget_cents && max_cost <= kI64 && __int128(*d_.budget_cents) + max_cost > kI64)
       too_large("budget_cents", "budget_cents " + std::to_string(*d_.budget_cents) +
                                     " plus one grant's cost does not fit in 64 bits: use a budget below " +
                                     std::to_string(static_cast<long long>(kI64 - max_cost)));

@@ -53,9 +53,11 @@ int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeI
   if (cat.kind != activity::Kind::redpack || !p.amount_max) return p.amount;
   int64_t amount = redpack_amount(p, kept, draw);
   if (cat.has_budget && p.unit_cost_cents > 0) {
-    // Never more than the budget left: the conditional update in take_budget still decides.
+    // Never more than the budget left: the conditional update in take_budget still decides. Nor
+    // an empty packet: a range from 0 (refused by lint since; a definition stored before may have
+    // one) capped to nothing is an exhausted budget, not a grant of 0 cents.
     int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;
-    if (left_units < p.amount) throw Rejection{"budget_exhausted"};
+    if (left_units < std::max<int64_t>(p.amount, 1)) throw Rejection{"budget_exhausted"};
     amount = std::min(amount, left_units);
   }
   return amount;
