@@ -205,32 +205,42 @@ TEST_CASE("engine: redpack amounts stay in range and never exceed the budget lef
   CHECK(1000 - total < 100);  // stopped only when less than the minimum packet was left
 }
 
-TEST_CASE("engine: a redpack range stored from 0 never grants an empty packet once the budget is spent") {
+TEST_CASE("engine: a redpack range stored from 0 never grants an empty packet, nor one after the budget is spent") {
   TestDb db;
   db.migrate();
   Spec s;
   s.kind = "redpack";
   s.item_kind = "cash";
   s.unit_cost = 1;
-  s.budget = 1000;
+  s.budget = 10;
   s.custom_prizes = true;
-  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 100\namount_max = 300\nstock = 100\n";
+  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 1\namount_max = 3\nstock = 100\n";
   seed(db, s);
   // as a definition stored before lint refused a range from 0 (redpack_range) would have it
   db.open()->exec("UPDATE prize SET amount = 0 WHERE code = 'pack'");
-  auto b = engine(db);
-  int i = 0;
-  for (; i < 200 && db.count("SELECT consumed_cents FROM budget") < 1000; ++i)
-    REQUIRE(claim(*b.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i)).status == Status::granted);
-  REQUIRE(db.count("SELECT consumed_cents FROM budget") == 1000);
-  const int64_t grants = db.count("SELECT count(*) FROM grants");
-  for (int k = 0; k < 3; ++k) {
-    auto o = claim(*b.engine, "act", "late" + std::to_string(k), "late" + std::to_string(k));
-    CHECK(o.status == Status::rejected);
-    CHECK(o.reason == "budget_exhausted");
+  rc::engine::EngineOptions o;
+  int64_t draws = 0;
+  o.draw_below = [&](int64_t total) {
+    CHECK(total == 3);  // 1, 2 or 3 cents: the range starts at 1
+    ++draws;
+    return int64_t(0);  // the smallest packet every time
+  };
+  auto b = engine(db, std::nullopt, o);
+  for (int i = 0; i < 10; ++i) {
+    auto g = claim(*b.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i));
+    REQUIRE(g.status == Status::granted);
+    CHECK(g.grant->amount == 1);
   }
-  CHECK(db.count("SELECT count(*) FROM grants") == grants);  // nothing written for them
-  CHECK(db.count("SELECT sum(amount) FROM grants") == 1000);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 10);
+  for (int k = 0; k < 3; ++k) {
+    auto g = claim(*b.engine, "act", "late" + std::to_string(k), "late" + std::to_string(k));
+    CHECK(g.status == Status::rejected);
+    CHECK(g.reason == "budget_exhausted");
+  }
+  CHECK(draws == 13);  // once per claim, on both paths
+  CHECK(db.count("SELECT count(*) FROM grants") == 10);  // nothing written for the late ones
+  CHECK(db.count("SELECT count(*) FROM grants WHERE amount < 1") == 0);
+  CHECK(db.count("SELECT sum(amount) FROM grants") == 10);
 }
 
 TEST_CASE("engine: reversal returns stock, limit and budget once, twice = once") {

@@ -659,8 +659,16 @@ TEST_CASE("lint: value_too_large - sums, products, day counts and INTEGER column
     CHECK(find(r, "value_too_large", "prizes[0].amount_max"));
     // a cost that alone does not fit: no budget is suggested (there is none, and 2^63-1 minus it is negative)
     for (auto* def : {&p, &r})
-      for (auto& f : def->findings) CHECK(f.message.find("use a budget below -") == std::string::npos);
+      for (auto& f : def->findings) CHECK(f.message.find("use a budget") == std::string::npos);
     CHECK_FALSE(find(r, "value_too_large", "budget_cents"));
+    // a cost of exactly 2^63-1 fits, and leaves room for no budget at all: the prize is to lower
+    auto m = review(with(with(with(kRedpack, "amount_max = 100", "amount_max = 9223372036854775807"),
+                              "unit_cost_cents = 1\n", "unit_cost_cents = 1\n"),
+                         "budget_cents = 100000", "budget_cents = 1"));
+    auto* f = find(m, "value_too_large", "budget_cents");
+    REQUIRE_MESSAGE(f, dump(m));
+    CHECK(f->message.find("no budget can take a grant of this cost") != std::string::npos);
+    CHECK(f->message.find("at most 0") == std::string::npos);
   }
   SUBCASE("stock x cost summed over the prizes beyond 64 bits") {
     auto p = review(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 1000000000000"), "stock = 100",
@@ -675,7 +683,7 @@ TEST_CASE("lint: value_too_large - sums, products, day counts and INTEGER column
                          "budget_cents = 100000", "budget_cents = 9223372036854775807"));
     auto* f = find(p, "value_too_large", "budget_cents");
     REQUIRE_MESSAGE(f, dump(p));
-    CHECK(f->message.find("9223372036854775806") != std::string::npos);  // the largest budget that works
+    CHECK(f->message.find("at most 9223372036854775806") != std::string::npos);  // the largest budget that works
     CHECK_FALSE(find(p, "value_too_large", "prizes"));  // INT64_MAX x 1 cent still fits
   }
   SUBCASE("fuse values for INTEGER columns") {
@@ -715,6 +723,11 @@ TEST_CASE("lint: redpack_range and redpack_shape") {
   REQUIRE(find(empty, "redpack_range", "prizes[0].amount_min"));
   CHECK(find(empty, "redpack_range", "prizes[0].amount_min")->severity == Severity::error);
   CHECK_FALSE(find(review(with(kRedpack, "amount_min = 10", "amount_min = 1")), "redpack_range"));
+  // and a fixed packet of 0
+  auto fixed0 = review(with(with(kRedpack, "amount_min = 10\n", "amount = 0\n"), "amount_max = 100\n", ""));
+  REQUIRE_MESSAGE(find(fixed0, "redpack_range", "prizes[0].amount"), dump(fixed0));
+  CHECK_FALSE(find(review(with(with(kRedpack, "amount_min = 10\n", "amount = 5\n"), "amount_max = 100\n", "")),
+                   "redpack_range"));
   auto direct_range = review(with(kDirect, "amount = 1", "amount_min = 1\namount_max = 2"));
   CHECK(find(direct_range, "redpack_range", "prizes[0].amount_max"));
 

@@ -184,6 +184,10 @@ class Linter {
       add("amount_vs_unit_cost", Severity::warning, p.path + ".amount",
           "prize " + q(p.code) + " grants " + std::to_string(p.amount) + " units of " + q(it->code) + ", each worth " +
               money(it->unit_cost_cents) + ": amount counts items, not cents; for one item write amount = 1");
+    if (d_.kind == Kind::redpack && !p.amount_max && p.amount == 0)
+      add("redpack_range", Severity::error, p.path + ".amount",
+          "amount 0 is an empty red packet: a user would be granted 0 cents, spending a stock unit and a limit "
+          "count on nothing; give the packet 1 cent or more");
     if (p.amount_max) {
       if (d_.kind != Kind::redpack)
         add("redpack_range", Severity::error, p.path + ".amount_max",
@@ -321,11 +325,15 @@ class Linter {
       too_large("prizes", "all stock at its maximum cost adds up to " + big(total_cost) +
                               " cents, more than 64 bits hold: costs could not be summed; lower stock or amounts");
     // consumed + cost must never overflow, whichever way a statement adds them. (A cost that alone
-    // does not fit is reported above: no budget could take it, and none is suggested.)
+    // does not fit is reported above; one that leaves no room for a budget of 1 cent is the
+    // prize's to lower, not the budget's.)
     if (d_.budget_cents && max_cost <= kI64 && __int128(*d_.budget_cents) + max_cost > kI64)
       too_large("budget_cents", "budget_cents " + std::to_string(*d_.budget_cents) +
-                                    " plus one grant's cost does not fit in 64 bits: use a budget below " +
-                                    std::to_string(static_cast<long long>(kI64 - max_cost)));
+                                    " plus one grant's cost does not fit in 64 bits: " +
+                                    (kI64 - max_cost >= 1 ? "use a budget of at most " +
+                                                                std::to_string(static_cast<long long>(kI64 - max_cost))
+                                                          : std::string("no budget can take a grant of this cost; "
+                                                                        "lower the amount or the unit cost")));
     if (d_.kind == Kind::lottery) {
       __int128 weights = 0;
       for (auto& p : d_.prizes) weights += p.weight;

@@ -13,12 +13,15 @@ int64_t lottery_value(const ActivityCatalog& cat, std::optional<int64_t> kept, c
   return kept && *kept >= 0 && *kept < total ? *kept : draw(total);
 }
 
+int64_t redpack_least(const PrizeInfo& p) { return *p.amount_max >= 1 ? std::max<int64_t>(p.amount, 1) : p.amount; }
+
 int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Draw& draw) {
-  if (kept && *kept >= p.amount && *kept <= *p.amount_max) return *kept;
+  const int64_t lo = redpack_least(p);
+  if (kept && *kept >= lo && *kept <= *p.amount_max) return *kept;
   // (parse and lint keep 0 <= amount <= amount_max; a span of 2^63 values has no int64 count)
-  const int64_t span = *p.amount_max - p.amount;
-  if (span == INT64_MAX) return random_between(p.amount, *p.amount_max);
-  return p.amount + draw(span + 1);
+  const int64_t span = *p.amount_max - lo;
+  if (span == INT64_MAX) return random_between(lo, *p.amount_max);
+  return lo + draw(span + 1);
 }
 
 Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
@@ -54,10 +57,9 @@ int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeI
   int64_t amount = redpack_amount(p, kept, draw);
   if (cat.has_budget && p.unit_cost_cents > 0) {
     // Never more than the budget left: the conditional update in take_budget still decides. Nor
-    // an empty packet: a range from 0 (refused by lint since; a definition stored before may have
-    // one) capped to nothing is an exhausted budget, not a grant of 0 cents.
+    // an empty packet: less than one cent left is an exhausted budget, not a grant of 0 cents.
     int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;
-    if (left_units < std::max<int64_t>(p.amount, 1)) throw Rejection{"budget_exhausted"};
+    if (left_units < std::max<int64_t>(redpack_least(p), 1)) throw Rejection{"budget_exhausted"};
     amount = std::min(amount, left_units);
   }
   return amount;

@@ -27,7 +27,11 @@ using Draw = std::function<int64_t(int64_t n)>;
 // second draw); it is used when it lies in the range, else a new value is drawn.
 // A lottery's value, in [0, total weight). REQUIRES: cat.pool.total() > 0.
 int64_t lottery_value(const ActivityCatalog& cat, std::optional<int64_t> kept, const Draw& draw);
-// A red packet's amount of p, in [p.amount, p.amount_max]. REQUIRES: p.amount_max.
+// A red packet's smallest amount: amount_min, but never an empty packet - a range from 0 (refused by
+// lint; a definition stored before may have one) starts at 1 cent. (A range [0, 0] stays 0: lint
+// refuses it, and there is no packet to give.) REQUIRES: p.amount_max.
+int64_t redpack_least(const PrizeInfo& p);
+// A red packet's amount of p, in [redpack_least(p), p.amount_max]. REQUIRES: p.amount_max.
 int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Draw& draw);
 
 // The candidates for this claim; a lottery's value is lottery_value(cat, kept, draw). Throws
