@@ -610,6 +610,32 @@ TEST_CASE("claim one: a function that cannot be called leaves claims to the full
   CHECK(last_json(r)["outcome"] == "granted");
 }
 
+// Only "cannot be called" falls back: any other failure of the call (here the function raising an
+// internal error, as a bug of ours would) is the claim's error, exit 70, and not a silent switch to
+// the full flow with a warning about privileges.
+TEST_CASE("claim one: a call that fails for another reason is an error, not a fallback") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  if (backend() == "postgres") {
+    auto st = db.open();
+    auto f = st->query("SELECT pg_get_function_arguments(p.oid), pg_get_function_result(p.oid) FROM pg_proc p JOIN "
+                       "pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'rewardctl_claim_one' AND "
+                       "n.nspname = current_schema()");
+    REQUIRE(f.size() == 1);
+    st->autocommit().exec_script("CREATE OR REPLACE FUNCTION rewardctl_claim_one(" + f[0].str(0) + ") RETURNS " + f[0].str(1) +
+                    " LANGUAGE plpgsql AS $body$ BEGIN RAISE EXCEPTION 'simulated fault' USING ERRCODE = 'XX000'; "
+                    "END $body$");
+    auto r = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1"}, 70);
+    CHECK(r.err.find("simulated fault") != std::string::npos);
+    CHECK(r.err.find("EXECUTE") == std::string::npos);
+    CHECK(db.count("SELECT count(*) FROM grants") == 0);
+  } else {
+    db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1"});  // SQLite has no function to call
+    CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  }
+}
+
 // ---- a chunk in one statement (rewardctl_claim_chunk, list-issue's chunks) ----
 
 namespace {

@@ -195,6 +195,14 @@ const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const C
   return p;
 }
 
+// The function cannot be called: no privilege (42501, not_permitted), or no such function (42883,
+// "undefined_function", which the store reports as internal with its SQLSTATE in the message).
+// Any other error (a bug of ours included: a wrong parameter count is internal too) is raised.
+static bool cannot_call(const Error& e) {
+  return e.kind() == Errc::not_permitted ||
+         (e.kind() == Errc::internal && std::string(e.what()).find("PostgreSQL error 42883") != std::string::npos);
+}
+
 void Engine::one_statement_unavailable(const char* function, const Error& e) {
   // A role without EXECUTE on the function (42501), or a database restored without it (42883). The
   // statement wrote nothing; the full flow needs only the tables, so this engine stops trying and
@@ -246,7 +254,7 @@ std::optional<GrantView> Engine::claim_in_one(const ClaimRequest& r, Millis now,
   } catch (const store::UniqueViolation&) {
     return std::nullopt;  // a record code or bill number taken: the full flow answers
   } catch (const Error& e) {
-    if (e.kind() != Errc::not_permitted && e.kind() != Errc::internal) throw;
+    if (!cannot_call(e)) throw;
     one_statement_unavailable("rewardctl_claim_one", e);
     return std::nullopt;
   }
@@ -302,7 +310,7 @@ std::optional<std::vector<ClaimOutcome>> Engine::claim_chunk_in_one(store::Tx& t
   try {
     ids = claim_chunk_statement(tx, c, now);
   } catch (const Error& e) {
-    if (e.kind() != Errc::not_permitted && e.kind() != Errc::internal) throw;
+    if (!cannot_call(e)) throw;
     tx.exec_script("ROLLBACK TO SAVEPOINT claim_chunk_one; RELEASE SAVEPOINT claim_chunk_one");
     one_statement_unavailable("rewardctl_claim_chunk", e);
     return std::nullopt;

@@ -11,9 +11,6 @@ Fault classify_sqlstate(const std::string& st, bool interrupted) {
   if (st == "57014" && interrupted) return Fault::interrupted;   // query_canceled: we asked for it
   if (cls == "40" || st == "55P03") return Fault::retry;        // serialization, deadlock; lock_not_available
   if (st == "23505") return Fault::unique;
-  // protocol violation: what the server says of a message it cannot take (a statement bound with
-  // the wrong number of parameters, a message too long): ours to fix, not the connection's fault
-  if (st == "08P01") return Fault::bug;
   if (cls == "08" || cls == "53" || cls == "57" || cls == "58") return Fault::unavailable;
   if (cls == "28" || st == "42501" || st == "25006") return Fault::no_perm;  // authorization, privilege, read-only
   if (cls == "22") return Fault::data;
