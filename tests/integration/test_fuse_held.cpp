@@ -361,15 +361,25 @@ TEST_CASE("fuse held: a held lottery request keeps its draw, and its release gra
     auto h = claim(*e.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i));
     CHECK(h.status == rc::engine::Status::held);
   }
-  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending' AND draw_value = 0 AND pool_version = 1") == 5);
+  // and a chunk of claim_many (list-issue's path) holds the same way, keeping each draw
+  std::vector<rc::engine::ClaimRequest> rs(3);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    rs[i].activity = "act";
+    rs[i].user = "m" + std::to_string(i);
+    rs[i].biz_id = "m" + std::to_string(i);
+  }
+  std::vector<rc::engine::ClaimOutcome> outs;
+  e.store->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) { outs = e.engine->claim_many(tx, rs); });
+  for (auto& h : outs) CHECK(h.status == rc::engine::Status::held);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'pending' AND draw_value = 0 AND pool_version = 1") == 8);
   // the releases run in the CLI's own processes, with the secure-seeded generator: a new draw would
   // be gold only one time in ten
   db.ok({"fuse", "unblock", "act", "--prize", "gold", "--reason", "fixed"});
   db.ok({"fuse", "unblock", "act", "--prize", "thanks", "--reason", "fixed"});
   CHECK(db.count("SELECT count(*) FROM grants g JOIN prize p ON p.id = g.prize_id WHERE p.code = 'gold' AND "
-                 "g.state = 'success' AND g.draw_value = 0 AND g.degraded_from IS NULL") == 5);
+                 "g.state = 'success' AND g.draw_value = 0 AND g.degraded_from IS NULL") == 8);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state <> 'success'") == 0);
-  CHECK(db.count("SELECT consumed_cents FROM budget") == 5 * 500);
+  CHECK(db.count("SELECT consumed_cents FROM budget") == 8 * 500);
 }
 
 // Only a draw the claim made is kept on the held grant: none when the whole activity is blocked

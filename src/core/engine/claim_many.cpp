@@ -124,8 +124,11 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
       tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
       auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
       auto ev = a.empty() ? std::nullopt : blocking_event(tx, a[0].i64(0), step.blocked_prize);
+      // (with the draw the step made, which the release keeps, as claim() holds: Engine::claim)
+      ClaimRequest with_draw = r;
+      with_draw.drawn = step.drawn;
       if (ev && !r.dry_run) {
-        if (insert_held(tx, r, a[0].i64(0), *ev, opts_.actor, now)) {
+        if (insert_held(tx, with_draw, a[0].i64(0), *ev, opts_.actor, now)) {
           out.status = Status::held;
           out.reason = "held_by_fuse";
           out.grant = find_grant_by_biz(tx, r.biz_id);
@@ -133,7 +136,8 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
           step.kind = StepResult::twin;
         }
       } else if (!ev) {
-        step = claim_step(tx, r, now, defer != nullptr);
+        if (!step.drawn) with_draw.drawn = r.drawn;  // (a draw brought along stays; none is made twice)
+        step = claim_step(tx, with_draw, now, defer != nullptr);
       }
     }
     const bool held = out.status == Status::held;
