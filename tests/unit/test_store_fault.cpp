@@ -74,3 +74,33 @@ TEST_CASE("fault: throw_fault raises the typed error of each class") {
     CHECK(std::string(e.what()).find("42501") != std::string::npos);
   }
 }
+
+TEST_CASE("store: placeholder_count reads $N as PostgreSQL does, outside literals, names and comments") {
+  struct C {
+    const char* sql;
+    size_t n;
+  };
+  for (auto c : std::vector<C>{{"SELECT 1", 0},
+                               {"SELECT $1, $2", 2},
+                               {"SELECT $2 WHERE x = $1 OR y = $2", 2},
+                               {"SELECT $12", 12},
+                               {"SELECT '$3', $1", 1},
+                               {"SELECT 'it''s $4', $1", 1},
+                               {"SELECT E'it\\'s $5', $1", 1},
+                               {"SELECT e'a\\\\', $1", 1},
+                               {"SELECT 'a\\', $1", 1},  // a backslash ends nothing in a plain literal
+                               {"SELECT \"col$2\", $1", 1},
+                               {"SELECT a$2 FROM t WHERE x = $1", 1},
+                               {"-- $5\nSELECT $1", 1},
+                               {"SELECT /* don't $6 */ $1", 1},
+                               {"SELECT /* a /* nested $7 */ still */ $1", 1},
+                               {"SELECT $$ it's $8 $$, $1", 1},
+                               {"SELECT $tag$ $9 'x $tag$, $1", 1},
+                               {"SELECT x::text, CAST($1 AS BIGINT)", 1},
+                               {"SELECT '{\"a\":1}'::jsonb #> '{a}', $2, $1", 2}}) {
+    CAPTURE(c.sql);
+    CHECK(placeholder_count(c.sql) == c.n);
+  }
+  CHECK_NOTHROW(check_parameter_count("SELECT $1", 1, 1));
+  CHECK_THROWS_AS(check_parameter_count("SELECT $1", 1, 2), rc::Error);
+}

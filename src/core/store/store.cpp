@@ -89,18 +89,41 @@ void Store::before_retry(int attempt, const std::string& why) {
 }
 
 size_t placeholder_count(const std::string& sql) {
+  auto ident = [](char c, bool first) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9') ||
+           static_cast<unsigned char>(c) >= 0x80;
+  };
   size_t most = 0;
-  for (size_t i = 0; i < sql.size(); ++i) {
+  const size_t n = sql.size();
+  for (size_t i = 0; i < n; ++i) {
     const char c = sql[i];
-    if (c == '\'' || c == '"') {  // to the closing quote (a doubled one stays inside)
-      while (++i < sql.size() && sql[i] != c) {
+    if (c == '\'' || c == '"') {
+      // to the closing quote (a doubled one reopens at once); E'...' also escapes with backslashes
+      const bool escapes = c == '\'' && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
+                           (i < 2 || !ident(sql[i - 2], false));
+      while (++i < n && sql[i] != c)
+        if (escapes && sql[i] == '\\') ++i;
+    } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {
+      while (i < n && sql[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < n && sql[i + 1] == '*') {  // (nested, as PostgreSQL reads them)
+      int depth = 0;
+      for (; i + 1 < n; ++i) {
+        if (sql[i] == '/' && sql[i + 1] == '*') ++depth, ++i;
+        else if (sql[i] == '*' && sql[i + 1] == '/' && --depth == 0) break;
       }
-    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      while (i < sql.size() && sql[i] != '\n') ++i;
-    } else if (c == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
-      size_t n = 0;
-      while (i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') n = n * 10 + size_t(sql[++i] - '0');
-      most = std::max(most, n);
+      ++i;
+    } else if (c == '$' && i + 1 < n && sql[i + 1] >= '0' && sql[i + 1] <= '9' && (i == 0 || !ident(sql[i - 1], false))) {
+      size_t k = 0;
+      while (i + 1 < n && sql[i + 1] >= '0' && sql[i + 1] <= '9') k = k * 10 + size_t(sql[++i] - '0');
+      most = std::max(most, k);
+    } else if (c == '$' && (i == 0 || !ident(sql[i - 1], false))) {  // $tag$ ... $tag$ (the tag may be empty)
+      size_t j = i + 1;
+      while (j < n && ident(sql[j], j == i + 1)) ++j;
+      if (j < n && sql[j] == '$') {
+        const std::string tag = sql.substr(i, j - i + 1);
+        const size_t close = sql.find(tag, j + 1);
+        i = close == std::string::npos ? n : close + tag.size() - 1;
+      }
     }
   }
   return most;
