@@ -636,6 +636,31 @@ TEST_CASE("claim one: a call that fails for another reason is an error, not a fa
   }
 }
 
+// An overload someone added makes the call ambiguous (42725): that too is "cannot be called", and the
+// claims go on by the full flow rather than all failing.
+TEST_CASE("claim one: an ambiguous overload of the function leaves claims to the full flow") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  if (backend() == "postgres") {
+    auto st = db.open();
+    auto f = st->query("SELECT pg_get_function_arguments(p.oid), pg_get_function_result(p.oid) FROM pg_proc p JOIN "
+                       "pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'rewardctl_claim_one' AND "
+                       "n.nspname = current_schema()");
+    REQUIRE(f.size() == 1);
+    std::string args = f[0].str(0);
+    const std::string last = "p_draw bigint DEFAULT NULL::bigint";
+    REQUIRE(args.find(last) != std::string::npos);
+    args.replace(args.find(last), last.size(), "p_draw integer DEFAULT NULL");
+    st->autocommit().exec_script("CREATE FUNCTION rewardctl_claim_one(" + args + ") RETURNS " + f[0].str(1) +
+                                 " LANGUAGE sql AS 'SELECT CAST(NULL AS BIGINT)'");
+  }
+  auto r = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1", "-o", "json"});
+  CHECK(last_json(r)["outcome"] == "granted");
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
+  if (backend() == "postgres") CHECK(r.err.find("cannot be called") != std::string::npos);
+}
+
 // ---- a chunk in one statement (rewardctl_claim_chunk, list-issue's chunks) ----
 
 namespace {

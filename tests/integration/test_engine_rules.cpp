@@ -243,6 +243,37 @@ TEST_CASE("engine: a redpack range stored from 0 never grants an empty packet, n
   CHECK(db.count("SELECT sum(amount) FROM grants") == 10);
 }
 
+TEST_CASE("engine: a redpack stored as a fixed 0 or a range [0, 0] is never granted, on either path") {
+  for (const char* shape : {"range", "fixed"}) {
+    CAPTURE(shape);
+    TestDb db;
+    db.migrate();
+    Spec s;
+    s.kind = "redpack";
+    s.item_kind = "cash";
+    s.unit_cost = 1;
+    s.budget = 10;
+    s.custom_prizes = true;
+    s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 1\namount_max = 3\nstock = 100\n";
+    seed(db, s);
+    // as definitions stored before lint refused them (redpack_range) would have them
+    db.open()->exec(std::string("UPDATE prize SET amount = 0, amount_max = ") +
+                    (std::string(shape) == "range" ? "0" : "NULL") + " WHERE code = 'pack'");
+    auto b = engine(db);
+    for (int i = 0; i < 3; ++i) {
+      auto g = claim(*b.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i));
+      CHECK(g.status == Status::rejected);
+      CHECK(g.reason == "budget_exhausted");
+    }
+    // and with the budget spent (PostgreSQL's one statement took a packet costing 0 past it before)
+    db.open()->exec("UPDATE budget SET consumed_cents = authorised_cents");
+    CHECK(claim(*b.engine, "act", "late", "late").reason == "budget_exhausted");
+    CHECK(db.count("SELECT count(*) FROM grants") == 0);
+    CHECK(db.count("SELECT sum(remain) FROM stock") == 100);
+    db.open()->exec("UPDATE budget SET consumed_cents = 0");  // (the books as they were, for the oracle)
+  }
+}
+
 TEST_CASE("engine: reversal returns stock, limit and budget once, twice = once") {
   TestDb db;
   db.migrate();

@@ -669,6 +669,12 @@ TEST_CASE("lint: value_too_large - sums, products, day counts and INTEGER column
     REQUIRE_MESSAGE(f, dump(m));
     CHECK(f->message.find("no budget can take a grant of this cost") != std::string::npos);
     CHECK(f->message.find("at most 0") == std::string::npos);
+    // a cost above half of 2^63-1: every budget that fits is smaller than one grant
+    auto h = review(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 9223372036854775806"),
+                         "budget_cents = 100000", "budget_cents = 2"));
+    auto* g = find(h, "value_too_large", "budget_cents");
+    REQUIRE_MESSAGE(g, dump(h));
+    CHECK(g->message.find("no budget can take a grant of this cost") != std::string::npos);
   }
   SUBCASE("stock x cost summed over the prizes beyond 64 bits") {
     auto p = review(with(with(kDirect, "unit_cost_cents = 1000", "unit_cost_cents = 1000000000000"), "stock = 100",

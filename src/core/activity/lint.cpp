@@ -325,12 +325,12 @@ class Linter {
       too_large("prizes", "all stock at its maximum cost adds up to " + big(total_cost) +
                               " cents, more than 64 bits hold: costs could not be summed; lower stock or amounts");
     // consumed + cost must never overflow, whichever way a statement adds them. (A cost that alone
-    // does not fit is reported above; one that leaves no room for a budget of 1 cent is the
-    // prize's to lower, not the budget's.)
+    // does not fit is reported above; one above half of 2^63-1 leaves room only for budgets smaller
+    // than a single grant, so it is the prize's to lower, not the budget's.)
     if (d_.budget_cents && max_cost <= kI64 && __int128(*d_.budget_cents) + max_cost > kI64)
       too_large("budget_cents", "budget_cents " + std::to_string(*d_.budget_cents) +
                                     " plus one grant's cost does not fit in 64 bits: " +
-                                    (kI64 - max_cost >= 1 ? "use a budget of at most " +
+                                    (kI64 - max_cost >= max_cost ? "use a budget of at most " +
                                                                 std::to_string(static_cast<long long>(kI64 - max_cost))
                                                           : std::string("no budget can take a grant of this cost; "
                                                                         "lower the amount or the unit cost")));

@@ -171,6 +171,9 @@ const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const C
       // drawn once, here: the full flow keeps this amount (and caps it by the budget left) when the
       // statement does not grant it - the statement grants it only when the budget covers it whole
       *drawn = ClaimRequest::Drawn{cat.version, redpack_amount(*p, r.drawn_under(cat.version), draw)};
+      if ((*drawn)->value < 1) return nullptr;  // an empty packet: the full flow refuses it (grant_amount)
+    } else if (p && cat.kind == activity::Kind::redpack && p->amount < 1) {
+      return nullptr;
     }
   } else if (cat.kind == activity::Kind::lottery && drawn && cat.guarantees.empty() && cat.pool.total() > 0) {
     // drawn once, here: the full flow keeps this draw when the statement does not grant it
@@ -195,12 +198,15 @@ const PrizeInfo* Engine::one_statement_prize(const ActivityCatalog& cat, const C
   return p;
 }
 
-// The function cannot be called: no privilege (42501, not_permitted), or no such function (42883,
-// "undefined_function", which the store reports as internal with its SQLSTATE in the message).
-// Any other error (a bug of ours included: a wrong parameter count is internal too) is raised.
+// The function cannot be called: no privilege on it (42501), no such function (42883: dropped, or an
+// older schema's signature) or more than one that fits (42725: an overload someone added); the store
+// reports each with its SQLSTATE in the message. Any other error (a read-only connection, a bug of
+// ours: a wrong parameter count) is raised: the full flow would meet it too, or it is ours to fix.
 static bool cannot_call(const Error& e) {
-  return e.kind() == Errc::not_permitted ||
-         (e.kind() == Errc::internal && std::string(e.what()).find("PostgreSQL error 42883") != std::string::npos);
+  const std::string what = e.what();
+  auto sqlstate = [&](const char* st) { return what.find(std::string("PostgreSQL error ") + st) != std::string::npos; };
+  return (e.kind() == Errc::not_permitted && sqlstate("42501")) ||
+         (e.kind() == Errc::internal && (sqlstate("42883") || sqlstate("42725")));
 }
 
 void Engine::one_statement_unavailable(const char* function, const Error& e) {

@@ -53,7 +53,13 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
 
 int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p, const Draw& draw,
                      std::optional<int64_t> kept) {
-  if (cat.kind != activity::Kind::redpack || !p.amount_max) return p.amount;
+  if (cat.kind != activity::Kind::redpack) return p.amount;
+  // an empty packet is never granted: a stored fixed amount 0 or range [0, 0] (lint refuses both)
+  // has nothing to give
+  if (!p.amount_max || *p.amount_max < 1) {
+    if (p.amount < 1) throw Rejection{"budget_exhausted"};
+    if (!p.amount_max) return p.amount;
+  }
   int64_t amount = redpack_amount(p, kept, draw);
   if (cat.has_budget && p.unit_cost_cents > 0) {
     // Never more than the budget left: the conditional update in take_budget still decides. Nor

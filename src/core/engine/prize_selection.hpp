@@ -28,8 +28,8 @@ using Draw = std::function<int64_t(int64_t n)>;
 // A lottery's value, in [0, total weight). REQUIRES: cat.pool.total() > 0.
 int64_t lottery_value(const ActivityCatalog& cat, std::optional<int64_t> kept, const Draw& draw);
 // A red packet's smallest amount: amount_min, but never an empty packet - a range from 0 (refused by
-// lint; a definition stored before may have one) starts at 1 cent. (A range [0, 0] stays 0: lint
-// refuses it, and there is no packet to give.) REQUIRES: p.amount_max.
+// lint; a definition stored before may have one) starts at 1 cent. (A range [0, 0] stays 0, and
+// grant_amount refuses it: there is no packet to give.) REQUIRES: p.amount_max.
 int64_t redpack_least(const PrizeInfo& p);
 // A red packet's amount of p, in [redpack_least(p), p.amount_max]. REQUIRES: p.amount_max.
 int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Draw& draw);
@@ -42,7 +42,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
 
 // The amount to grant of prize p: its fixed amount, or for a red packet redpack_amount(p, kept,
 // draw) capped by the budget left. Throws Rejection{budget_exhausted} when even the minimum no
-// longer fits.
+// longer fits, and for a red packet of 0 (a stored fixed amount 0 or range [0, 0]: never granted).
 int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeInfo& p, const Draw& draw,
                      std::optional<int64_t> kept = std::nullopt);
 
