@@ -9,7 +9,7 @@
 // Defaults: 1,000,000 rows timed (best of 2, runs interleaved: these machines are noisy, only the
 // ratio within one invocation means anything), the re-import of as many rows (batches of a tenth of
 // the file), then 10,000,000 rows for rewardctl's peak RSS. A section with 0 rows is skipped.
-// PostgreSQL: REWARDCTL_TEST_PG, or a throwaway server started with scripts/pgtmp.sh and stopped at
+// PostgreSQL: REWARDCTL_BENCH_PG, else REWARDCTL_TEST_PG, else a throwaway server started with scripts/pgtmp.sh and stopped at
 // the end. Baselines: `psql \copy` (COPY FROM STDIN) into qualification, and `sqlite3 .import` —
 // into qualification through a view (same table, same indexes) and, stricter, into a two-column
 // table with a unique index on user_id (no trigger, narrower rows).
@@ -259,7 +259,8 @@ int main(int argc, char** argv) {
 
   std::string pg_base, pg_stop;
   if (o.pg) {
-    const char* env = getenv("REWARDCTL_TEST_PG");
+    const char* env = getenv("REWARDCTL_BENCH_PG");  // (as the other benches), else the tests' server
+    if (!env || !*env) env = getenv("REWARDCTL_TEST_PG");
     if (env && *env) {
       pg_base = env;
     } else {

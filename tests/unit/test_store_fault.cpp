@@ -91,6 +91,9 @@ TEST_CASE("store: placeholder_count reads $N as PostgreSQL does, outside literal
                                {"SELECT 'a\\', $1", 1},  // a backslash ends nothing in a plain literal
                                {"SELECT \"col$2\", $1", 1},
                                {"SELECT a$2 FROM t WHERE x = $1", 1},
+                               {"SELECT 1 AS a$$b$, $1::int", 1},  // '$' inside a name, not a quote
+                               {"SELECT 1 AS ab$$$1, $1::int", 1},
+                               {"SELECT 1 AS a$$1", 0},
                                {"-- $5\nSELECT $1", 1},
                                {"SELECT /* don't $6 */ $1", 1},
                                {"SELECT /* a /* nested $7 */ still */ $1", 1},

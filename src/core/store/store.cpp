@@ -89,10 +89,12 @@ void Store::before_retry(int attempt, const std::string& why) {
 }
 
 size_t placeholder_count(const std::string& sql) {
+  // a character of an identifier (after its first, PostgreSQL also takes digits and '$': a$1 is a name)
   auto ident = [](char c, bool first) {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9') ||
-           static_cast<unsigned char>(c) >= 0x80;
+           (!first && c == '$') || static_cast<unsigned char>(c) >= 0x80;
   };
+  auto tag_char = [&](char c, bool first) { return c != '$' && ident(c, first); };
   size_t most = 0;
   const size_t n = sql.size();
   for (size_t i = 0; i < n; ++i) {
@@ -118,7 +120,7 @@ size_t placeholder_count(const std::string& sql) {
       most = std::max(most, k);
     } else if (c == '$' && (i == 0 || !ident(sql[i - 1], false))) {  // $tag$ ... $tag$ (the tag may be empty)
       size_t j = i + 1;
-      while (j < n && ident(sql[j], j == i + 1)) ++j;
+      while (j < n && tag_char(sql[j], j == i + 1)) ++j;
       if (j < n && sql[j] == '$') {
         const std::string tag = sql.substr(i, j - i + 1);
         const size_t close = sql.find(tag, j + 1);
