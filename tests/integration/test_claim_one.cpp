@@ -435,15 +435,9 @@ namespace {
 
 // A red packet of 100..300 cents of cash (unit cost 1 cent) from a budget of `budget` cents.
 Spec redpack_spec(int64_t budget) {
-  Spec s;
-  s.kind = "redpack";
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.budget = budget;
+  Spec s = redpack(budget);
   s.limit = 5;
   s.period = "day";
-  s.custom_prizes = true;
-  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 100\namount_max = 300\nstock = 100\n";
   return s;
 }
 

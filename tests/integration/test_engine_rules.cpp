@@ -176,14 +176,7 @@ TEST_CASE("engine: lottery guarantees and sold-out degradation to the consolatio
 TEST_CASE("engine: redpack amounts stay in range and never exceed the budget left") {
   TestDb db;
   db.migrate();
-  Spec s;
-  s.kind = "redpack";
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.budget = 1000;
-  s.custom_prizes = true;
-  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 100\namount_max = 300\nstock = 100\n";
-  seed(db, s);
+  seed(db, redpack(1000));
   auto b = engine(db);
   int64_t total = 0;
   int granted = 0;
@@ -208,14 +201,7 @@ TEST_CASE("engine: redpack amounts stay in range and never exceed the budget lef
 TEST_CASE("engine: a redpack range stored from 0 never grants an empty packet, nor one after the budget is spent") {
   TestDb db;
   db.migrate();
-  Spec s;
-  s.kind = "redpack";
-  s.item_kind = "cash";
-  s.unit_cost = 1;
-  s.budget = 10;
-  s.custom_prizes = true;
-  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 1\namount_max = 3\nstock = 100\n";
-  seed(db, s);
+  seed(db, redpack(10, 1, 3));
   // as a definition stored before lint refused a range from 0 (redpack_range) would have it
   db.open()->exec("UPDATE prize SET amount = 0 WHERE code = 'pack'");
   rc::engine::EngineOptions o;
@@ -248,14 +234,7 @@ TEST_CASE("engine: a redpack stored as a fixed 0 or a range [0, 0] is never gran
     CAPTURE(shape);
     TestDb db;
     db.migrate();
-    Spec s;
-    s.kind = "redpack";
-    s.item_kind = "cash";
-    s.unit_cost = 1;
-    s.budget = 10;
-    s.custom_prizes = true;
-    s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 1\namount_max = 3\nstock = 100\n";
-    seed(db, s);
+    seed(db, redpack(10, 1, 3));
     // as definitions stored before lint refused them (redpack_range) would have them
     db.open()->exec(std::string("UPDATE prize SET amount = 0, amount_max = ") +
                     (std::string(shape) == "range" ? "0" : "NULL") + " WHERE code = 'pack'");

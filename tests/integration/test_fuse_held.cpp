@@ -397,14 +397,8 @@ TEST_CASE("fuse held: a request held before any draw, or a held red packet, keep
               "[[prizes]]\ncode = \"thanks\"\nitem = \"thing\"\namount = 1\nstock = 100\nweight = 9\n"
               "[lottery]\nconsolation = \"thanks\"\n";
   seed(db, lot);
-  Spec rp;
-  rp.kind = "redpack";
+  Spec rp = redpack(100'000);
   rp.code = "rp";
-  rp.item_kind = "cash";
-  rp.unit_cost = 1;
-  rp.budget = 100'000;
-  rp.custom_prizes = true;
-  rp.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = 100\namount_max = 300\nstock = 100\n";
   seed(db, rp);
   db.ok({"fuse", "block", "lot", "--reason", "whole activity"});
   db.ok({"fuse", "block", "rp", "--reason", "whole activity"});

@@ -4,6 +4,18 @@
 
 namespace rt {
 
+Spec redpack(int64_t budget, int64_t amount_min, int64_t amount_max) {
+  Spec s;
+  s.kind = "redpack";
+  s.item_kind = "cash";
+  s.unit_cost = 1;
+  s.budget = budget;
+  s.custom_prizes = true;
+  s.extra = "[[prizes]]\ncode = \"pack\"\nitem = \"thing\"\namount_min = " + std::to_string(amount_min) +
+            "\namount_max = " + std::to_string(amount_max) + "\nstock = 100\n";
+  return s;
+}
+
 std::string definition(const Spec& s) {
   std::string t;
   t += "code = \"" + s.code + "\"\nname = \"test " + s.code + "\"\nkind = \"" + s.kind + "\"\n";

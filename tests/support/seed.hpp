@@ -33,6 +33,10 @@ struct Spec {
   bool custom_prizes = false;             // true: `extra` holds the [[prizes]] (no default prize)
 };
 
+// A red packet activity: one prize "pack" of a cash item at 1 cent a unit, a random amount in
+// [amount_min, amount_max], 100 in stock, and the budget given.
+Spec redpack(int64_t budget, int64_t amount_min = 100, int64_t amount_max = 300);
+
 std::string definition(const Spec& s);
 // Creates and publishes (live) the activity; fails the test when the CLI refuses.
 void seed(const TestDb& db, const Spec& s, const std::map<std::string, std::string>& env = {});
