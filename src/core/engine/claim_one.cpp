@@ -210,8 +210,8 @@ static bool cannot_call(const Error& e) {
 }
 
 void Engine::one_statement_unavailable(const char* function, const Error& e) {
-  // A role without EXECUTE on the function (42501), or a database restored without it (42883). The
-  // statement wrote nothing; the full flow needs only the tables, so this engine stops trying and
+  // A role without EXECUTE on the function (42501), a database restored without it (42883), or an
+  // overload that makes the call ambiguous (42725): cannot_call. The statement wrote nothing; the full flow needs only the tables, so this engine stops trying and
   // says so once. Anything else is the full flow's to report too.
   if (!one_statement_off_.exchange(true))
     spdlog::warn("claims and list-issue chunks run the full flow from now on: {} cannot be called ({}); grant "

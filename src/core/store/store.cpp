@@ -1,7 +1,6 @@
 #include "core/store/store.hpp"
 
 #include <algorithm>
-
 #include <chrono>
 #include <random>
 #include <thread>
