@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <thread>
 
+#include "support/fault_store.hpp"
 #include "support/jobs.hpp"
 #include "support/seed.hpp"
 
@@ -418,4 +419,54 @@ TEST_CASE("fuse held: a request held before any draw, or a held red packet, keep
                  "g.draw_value IS NULL") == 0);
   CHECK(db.count("SELECT count(*) FROM grants g JOIN activity a ON a.id = g.activity_id WHERE a.code = 'rp' AND "
                  "(g.amount < 100 OR g.amount > 300 OR g.draw_value IS NOT NULL)") == 0);
+}
+
+// A chunk of claim_many (list-issue's path) whose request a fuse stops looks for the event to hold
+// it under. When the event was released in between, the request runs the flow once more; when a
+// fuse stops that run too, the request is held under the new event, as claim() holds after its one
+// retry, never answered held_by_fuse without a held grant. The fuse moves from another process
+// between two statements of the chunk's transaction (the FaultStore's hook), which PostgreSQL's
+// read committed allows and SQLite's one writer does not.
+TEST_CASE("fuse held: a chunk request stopped again after a release in between is held under the new event") {
+  if (!is_pg()) {
+    MESSAGE("PostgreSQL only: SQLite's one writer lets no fuse move inside a chunk's transaction");
+    return;
+  }
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  block(db);
+  auto f = faulty(db, 0);
+  int phase = 0;
+  std::string second;
+  f.fs->before_each = [&](const std::string& sql) {
+    if (phase == 0 && sql == "SELECT id FROM activity WHERE code = $1") {
+      db.ok({"fuse", "unblock", "act", "--reason", "false alarm"});  // before the hold looks for its event
+      phase = 1;
+    } else if (phase == 1 && sql.find("FROM fuse_event WHERE activity_id") != std::string::npos) {
+      phase = 2;  // the hold found nothing: the next statement starts the flow again
+    } else if (phase == 2) {
+      second = block(db);
+      phase = 3;
+    }
+  };
+  rc::engine::ClaimRequest r;
+  r.activity = "act";
+  r.user = "u1";
+  r.biz_id = "b1";
+  std::vector<rc::engine::ClaimOutcome> outs;
+  f.box.store->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) { outs = f.box.engine->claim_many(tx, {r}); });
+  f.fs->before_each = nullptr;
+  CHECK(phase == 3);
+  REQUIRE(outs.size() == 1);
+  CHECK(outs[0].status == rc::engine::Status::held);
+  CHECK(outs[0].reason == "held_by_fuse");
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN fuse_event e ON e.id = g.fuse_event_id WHERE g.state = 'pending' "
+                 "AND g.reason = 'held_by_fuse' AND e.batch_no = $1",
+                 {second}) == 1);
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+  // and the second event's release grants it, once
+  db.ok({"fuse", "unblock", "act", "--reason", "fixed"});
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success' AND biz_id = 'b1'") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
 }

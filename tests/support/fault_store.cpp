@@ -39,6 +39,7 @@ FaultStore::FaultStore(std::unique_ptr<rc::store::Store> inner, int64_t fail_at)
 FaultStore::~FaultStore() = default;
 
 void FaultStore::step(const std::string& sql) {
+  if (before_each) before_each(sql);
   ++count_;
   log_.push_back(sql);
   if (fired_ || (fail_at_ > 0 && count_ >= fail_at_)) {

@@ -6,6 +6,7 @@
 // back, and nothing after it runs. Used to prove that a flow leaves the books whole whatever
 // statement it stops at (test_fault_every_statement.cpp).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ class FaultStore : public rc::store::Store {
   rc::store::Session& autocommit() override;
   std::unique_ptr<rc::store::BulkWriter> bulk_writer(rc::store::Tx& tx, const std::string& table,
                                                      const std::vector<std::string>& columns) override;
+
+  // Called with each statement's text before it is counted and sent (in the caller's thread): a
+  // test changes the world from another connection between two statements of one transaction.
+  std::function<void(const std::string& sql)> before_each;
 
   // Counts one statement; throws when it is the one that fails or comes after it.
   void step(const std::string& sql);

@@ -117,10 +117,11 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
     // savepoint is released in the same round trip.
     tx.exec_script(&r == &rs.front() ? "SAVEPOINT claim_item" : "RELEASE SAVEPOINT claim_item; SAVEPOINT claim_item");
     StepResult step = claim_step(tx, r, now, defer != nullptr);
-    if (step.kind == StepResult::rejected && step.reason == "held_by_fuse") {
-      // 4. a fuse holds the request: recorded as a pending grant in this transaction (held.cpp);
-      // a twin's grant answers as below. The event was released since the step looked (PostgreSQL,
-      // read committed): the request goes through the flow once more.
+    // 4. a fuse holds the request: recorded as a pending grant in this transaction (held.cpp);
+    // a twin's grant answers as below. When the event was released since the step looked
+    // (PostgreSQL, read committed), the request goes through the flow once more, and is held if
+    // that run is stopped by a fuse again (as claim() holds after its one retry: Engine::claim).
+    for (int pass = 0; pass < 2 && step.kind == StepResult::rejected && step.reason == "held_by_fuse"; ++pass) {
       tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
       auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
       auto ev = a.empty() ? std::nullopt : blocking_event(tx, a[0].i64(0), step.blocked_prize);
@@ -135,9 +136,12 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
         } else {
           step.kind = StepResult::twin;
         }
-      } else if (!ev) {
+        break;
+      } else if (!ev && pass == 0) {
         if (!step.drawn) with_draw.drawn = r.drawn;  // (a draw brought along stays; none is made twice)
         step = claim_step(tx, with_draw, now, defer != nullptr);
+      } else {
+        break;
       }
     }
     const bool held = out.status == Status::held;
