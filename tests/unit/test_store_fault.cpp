@@ -88,6 +88,9 @@ TEST_CASE("store: placeholder_count reads $N as PostgreSQL does, outside literal
                                {"SELECT 'it''s $4', $1", 1},
                                {"SELECT E'it\\'s $5', $1", 1},
                                {"SELECT e'a\\\\', $1", 1},
+                               {"SELECT E'a''b\\' $5', $1", 1},    // a doubled quote keeps E's escapes
+                               {"SELECT E'a'\n' x\\' $6', $1", 1},  // and so does a continued literal
+                               {"SELECT 'a'\n'b', $2", 2},
                                {"SELECT 'a\\', $1", 1},  // a backslash ends nothing in a plain literal
                                {"SELECT \"col$2\", $1", 1},
                                {"SELECT a$2 FROM t WHERE x = $1", 1},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -99,11 +100,24 @@ size_t placeholder_count(const std::string& sql) {
   for (size_t i = 0; i < n; ++i) {
     const char c = sql[i];
     if (c == '\'' || c == '"') {
-      // to the closing quote (a doubled one reopens at once); E'...' also escapes with backslashes
+      // to the closing quote; E'...' also escapes with backslashes, and stays an E string across a
+      // doubled quote and across SQL's continuation (the next literal after whitespace holding a
+      // newline): E'a''b\' and E'a'<newline>'b\'' are each one literal
       const bool escapes = c == '\'' && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
                            (i < 2 || !ident(sql[i - 2], false));
-      while (++i < n && sql[i] != c)
-        if (escapes && sql[i] == '\\') ++i;
+      for (;;) {
+        while (++i < n && sql[i] != c)
+          if (escapes && sql[i] == '\\') ++i;
+        if (i + 1 < n && sql[i + 1] == c) {  // a doubled quote
+          ++i;
+          continue;
+        }
+        size_t j = i + 1;
+        bool newline = false;
+        while (c == '\'' && j < n && std::strchr(" \t\n\r\f", sql[j])) newline |= sql[j++] == '\n';
+        if (!newline || j >= n || sql[j] != '\'') break;
+        i = j;  // the continuation
+      }
     } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {
       while (i < n && sql[i] != '\n') ++i;
     } else if (c == '/' && i + 1 < n && sql[i + 1] == '*') {  // (nested, as PostgreSQL reads them)
