@@ -79,13 +79,29 @@ void return_budget(store::Session& s, int64_t activity_id, int64_t cost_cents) {
          {activity_id, cost_cents});
 }
 
-std::optional<int64_t> budget_takes_left(store::Session& s, int64_t activity_id, int64_t cost_cents, bool high_value) {
+namespace {
+
+// An activity's budget row: what is authorised and consumed, and the ladder's thresholds.
+struct BudgetRow {
+  int64_t authorised = 0, consumed = 0;
+  std::optional<int64_t> degrade, stop;  // the ladder's degrade and stop thresholds, when set
+};
+
+std::optional<BudgetRow> read_budget(store::Session& s, int64_t activity_id) {
   auto r = s.query("SELECT authorised_cents, consumed_cents, degrade_cents, stop_cents FROM budget WHERE activity_id = $1",
                    {activity_id});
   if (r.empty()) return std::nullopt;
-  const int64_t authorised = r[0].i64(0), consumed = r[0].i64(1);
-  std::optional<int64_t> ceiling = r[0].opt_i64(3);
-  if (high_value && !r[0].is_null(2)) ceiling = ceiling ? std::min(*ceiling, r[0].i64(2)) : r[0].i64(2);
+  return BudgetRow{r[0].i64(0), r[0].i64(1), r[0].opt_i64(2), r[0].opt_i64(3)};
+}
+
+}  // namespace
+
+std::optional<int64_t> budget_takes_left(store::Session& s, int64_t activity_id, int64_t cost_cents, bool high_value) {
+  auto b = read_budget(s, activity_id);
+  if (!b) return std::nullopt;
+  const int64_t authorised = b->authorised, consumed = b->consumed;
+  std::optional<int64_t> ceiling = b->stop;
+  if (high_value && b->degrade) ceiling = ceiling ? std::min(*ceiling, *b->degrade) : *b->degrade;
   if (ceiling && consumed >= *ceiling) return 0;
   if (cost_cents <= 0) return std::numeric_limits<int64_t>::max();
   // in 128 bits: an authorised budget near INT64_MAX must not overflow the sums

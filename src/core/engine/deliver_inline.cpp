@@ -58,8 +58,10 @@ std::optional<GrantState> deliver_inline(store::Session& s, InlineChannel ch, Gr
 
   if (s.dialect() == store::Dialect::postgres) {
     auto r = s.query(ledger ? kPgLedger : kPgOutbox, p);
-    if (r[0].i64(0) != 1) return std::nullopt;
-    if (ledger && r[0].i64(1) != 1) balance_overflow(g.user, asset, g.amount);
+    const int64_t moved = r[0].i64(0);                     // the grant rows moved out of init
+    const int64_t accounts = ledger ? r[0].i64(1) : 1;  // the account rows credited
+    if (moved != 1) return std::nullopt;
+    if (accounts != 1) balance_overflow(g.user, asset, g.amount);
   } else {
     // SQLite runs in the process: the same rows, one statement each.
     if (s.exec(move_sql("$4"), {g.id, bill, now, name(to)}) != 1)

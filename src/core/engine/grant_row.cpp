@@ -29,9 +29,10 @@ std::optional<int64_t> insert_grant(store::Session& s, const NewGrant& g, Millis
                            "FROM l",
                        params);
     if (ins.empty()) return std::nullopt;
-    if (g.pool_version && ins[0].i64(1) != *g.pool_version)
+    const int64_t id = ins[0].i64(0), version = ins[0].i64(1);  // the grant's id; the activity's version now
+    if (g.pool_version && version != *g.pool_version)
       throw store::Retryable("activity switched to a new version during the claim: the claim runs again under it");
-    return ins[0].i64(0);
+    return id;
   }
   auto ins = s.query(kInsert, params);
   if (ins.empty()) return std::nullopt;
