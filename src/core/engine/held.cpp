@@ -170,74 +170,94 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   const int64_t activity_id = held->activity_id;
   const Millis now = clock_.now_ms();
 
-  std::optional<GrantView> granted;
-  std::optional<LadderMove> ladder;
-  std::string why;
-  bool gone = false;
-  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-    granted.reset();
-    ladder.reset();
-    why.clear();
-    gone = false;
-    try {
-      granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder);
-      if (dry_run) tx.rollback_only();
-      else follow_held_item(tx, grant_id, ListItemState::held, ListItemState::issued, std::nullopt, opts_.actor, now);
-    } catch (const Rejection& rej) {
-      why = rej.reason;
-      tx.rollback_only();
-    } catch (const HeldGone&) {
-      gone = true;
-      tx.rollback_only();
-    }
-  });
-  if (gone) {
-    res.result = "decided";
-    res.state = current_state(st_.autocommit(), grant_id);
-    return res;
-  }
-  if (granted) {
-    res.result = dry_run ? "would_grant" : "granted";
-    res.state = name(GrantState::init);
-    if (!dry_run) {
-      ClaimOutcome o;
-      o.grant = granted;
-      deliver_after_commit(o);
-      res.state = name(o.grant->state);
-      if (o.grant->state == GrantState::failed)  // a definite "no" from the channel: the item says so too
-        st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-          follow_held_item(tx, grant_id, ListItemState::issued, ListItemState::failed, "delivery failed", opts_.actor,
-                           clock_.now_ms());
-        });
-      if (ladder) announce_ladder(*ladder);  // after the delivery, as a claim does
-    }
-    return res;
-  }
-  res.reason = why;
-  if (dry_run) {
-    res.result = why == "held_by_fuse" ? "still_held" : "would_reject";
-    return res;
-  }
-  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-    res.result = "decided";
-    if (why == "held_by_fuse") {
-      // Another open event still blocks it: it stays held, by that event (no state change).
-      auto ev = blocking_event(tx, activity_id, held->prize_id);
-      if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
-                        {*ev, now, grant_id}) == 1) {
-        res.result = "still_held";
-        res.reason = "held_by_fuse";
-        return;
+  // A release and the fuses can race: the flow can be stopped by another fuse that is released
+  // again before the follow-up below looks for it (Engine::claim retries the same way).
+  constexpr int kLastAttempt = 2;
+  for (int attempt = 0;; ++attempt) {
+    std::optional<GrantView> granted;
+    std::optional<LadderMove> ladder;
+    std::string why;
+    bool gone = false;
+    st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+      granted.reset();
+      ladder.reset();
+      why.clear();
+      gone = false;
+      try {
+        granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder);
+        if (dry_run) tx.rollback_only();
+        else follow_held_item(tx, grant_id, ListItemState::held, ListItemState::issued, std::nullopt, opts_.actor, now);
+      } catch (const Rejection& rej) {
+        why = rej.reason;
+        tx.rollback_only();
+      } catch (const HeldGone&) {
+        gone = true;
+        tx.rollback_only();
       }
-      why = "held_by_fuse";
+    });
+    if (gone) {
+      res.result = "decided";
+      res.state = current_state(st_.autocommit(), grant_id);
+      return res;
     }
-    // The world changed while it was held: rejected with the claim's reason, once.
-    if (transition(tx, grant_id, GrantState::pending, GrantState::invalid, opts_.actor,
-                   "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why})) {
-      res.result = "rejected";
-      follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, why, opts_.actor, now);
+    if (granted) {
+      res.result = dry_run ? "would_grant" : "granted";
+      res.state = name(GrantState::init);
+      if (!dry_run) {
+        ClaimOutcome o;
+        o.grant = granted;
+        deliver_after_commit(o);
+        res.state = name(o.grant->state);
+        if (o.grant->state == GrantState::failed)  // a definite "no" from the channel: the item says so too
+          st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+            follow_held_item(tx, grant_id, ListItemState::issued, ListItemState::failed, "delivery failed", opts_.actor,
+                             clock_.now_ms());
+          });
+        if (ladder) announce_ladder(*ladder);  // after the delivery, as a claim does
+      }
+      return res;
     }
-  });
+    res.reason = why;
+    if (dry_run) {
+      res.result = why == "held_by_fuse" ? "still_held" : "would_reject";
+      return res;
+    }
+    bool again = false;
+    st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+      res.result = "decided";
+      again = false;
+      if (why == "held_by_fuse") {
+        // Another open event still blocks it: it stays held, by that event (no state change).
+        auto ev = blocking_event(tx, activity_id, held->prize_id);
+        if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
+                          {*ev, now, grant_id}) == 1) {
+          res.result = "still_held";
+          res.reason = "held_by_fuse";
+          return;
+        }
+        if (!ev) {
+          // The fuse that stopped the flow was released meanwhile: nothing blocks the request now,
+          // so it goes through the flow again, never rejected for a hold that is gone. After
+          // kLastAttempt tries it stays held, by its event, for the next release of that event.
+          if (attempt < kLastAttempt) {
+            again = true;
+            return;
+          }
+          res.result = "still_held";
+          res.reason = "held_by_fuse";
+          return;
+        }
+      }
+      // The world changed while it was held: rejected with the claim's reason, once.
+      if (transition(tx, grant_id, GrantState::pending, GrantState::invalid, opts_.actor,
+                     "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why})) {
+        res.result = "rejected";
+        follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, why, opts_.actor, now);
+      }
+    });
+    if (again) continue;
+    break;
+  }
   res.state = current_state(st_.autocommit(), grant_id);
   spdlog::info("held record={} result={}{} state={}", res.record_code, res.result,
                res.reason.empty() ? "" : " reason=" + res.reason, res.state);
