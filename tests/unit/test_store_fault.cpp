@@ -91,6 +91,10 @@ TEST_CASE("store: placeholder_count reads $N as PostgreSQL does, outside literal
                                {"SELECT E'a''b\\' $5', $1", 1},    // a doubled quote keeps E's escapes
                                {"SELECT E'a'\n' x\\' $6', $1", 1},  // and so does a continued literal
                                {"SELECT 'a'\n'b', $2", 2},
+                               {"SELECT E'a'\r' x\\' $6', $1", 1},         // a bare \r is a newline too
+                               {"SELECT E'a' -- c\n' x\\' $6', $1", 1},    // a comment may stand in the gap
+                               {"SELECT E'a'\n-- c\n' x\\' $6', $1", 1},
+                               {"SELECT 'a' -- c\n' $7 ', $1", 1},
                                {"SELECT 'a\\', $1", 1},  // a backslash ends nothing in a plain literal
                                {"SELECT \"col$2\", $1", 1},
                                {"SELECT a$2 FROM t WHERE x = $1", 1},

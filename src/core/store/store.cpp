@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <random>
 #include <thread>
 
@@ -112,9 +111,15 @@ size_t placeholder_count(const std::string& sql) {
           ++i;
           continue;
         }
+        // (the gap: spaces, tabs, form feeds, newlines - \n or \r - and -- comments, one newline at least)
         size_t j = i + 1;
         bool newline = false;
-        while (c == '\'' && j < n && std::strchr(" \t\n\r\f", sql[j])) newline |= sql[j++] == '\n';
+        while (c == '\'' && j < n) {
+          if (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\f') ++j;
+          else if (sql[j] == '\n' || sql[j] == '\r') newline = true, ++j;
+          else if (sql[j] == '-' && j + 1 < n && sql[j + 1] == '-') while (j < n && sql[j] != '\n' && sql[j] != '\r') ++j;
+          else break;
+        }
         if (!newline || j >= n || sql[j] != '\'') break;
         i = j;  // the continuation
       }
