@@ -13,7 +13,8 @@
 //                          one transaction that also moves it pending -> init, then it is delivered;
 //                          when the world changed meanwhile it goes pending -> invalid with the reason
 //                          (sold_out, limit_reached, ended, ...); when another open event still blocks
-//                          it, it stays pending and is handed to that event;
+//                          it, it stays pending and is handed to that event; when the fuse that
+//                          stopped it was released again meanwhile, it runs the flow again;
 //   confirm (real incident) pending -> cancelled with the operator's reason.
 // Every move is one conditional UPDATE ... WHERE state = 'pending' plus its status-log row in one
 // transaction, so two releases (or a release and a confirm) running at once move each grant once.
