@@ -506,3 +506,30 @@ TEST_CASE("fuse held: a release whose flow a second fuse stops, released in betw
   CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'b1' AND state = 'success'") == 1);
   CHECK(db.count("SELECT count(*) FROM grants") == 1);
 }
+
+// A claim that named no prize is stopped, on its release, by the fuse of the prize its selection
+// chose: it is held by that prize's open event (not left on the event just released, which no
+// later unblock would look at), and that event's unblock grants it.
+TEST_CASE("fuse held: a request that named no prize, released while its prize's fuse is open, follows that fuse") {
+  TestDb db;
+  db.migrate();
+  seed(db, Spec{});
+  const std::string activity_event = block(db);
+  auto h = claim_cli(db, "u1", "b1", 1);
+  REQUIRE(h["outcome"] == "held");
+  const std::string prize_event = block(db, {"--prize", "p1"});
+  auto r = db.ok({"fuse", "release", activity_event, "--false-alarm", "--reason", "false alarm", "-o", "json"});
+  INFO(r.out << r.err);
+  CHECK(db.count("SELECT count(*) FROM grants g JOIN fuse_event e ON e.id = g.fuse_event_id WHERE g.biz_id = 'b1' "
+                 "AND g.state = 'pending' AND e.batch_no = $1",
+                 {prize_event}) == 1);
+  auto show = db.ok({"fuse", "show", prize_event});
+  CHECK(show.out.find(h["record_code"].get<std::string>()) != std::string::npos);
+  db.ok({"fuse", "unblock", "act", "--prize", "p1", "--reason", "fixed"});
+  auto again = claim_cli(db, "u1", "b1", 0);  // the unblock granted it: the retry replays that grant
+  CHECK(again["outcome"] == "replayed");
+  CHECK(again["state"] == "success");
+  CHECK(again["record_code"] == h["record_code"]);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'b1' AND state = 'success'") == 1);
+  CHECK(db.count("SELECT count(*) FROM grants") == 1);
+}

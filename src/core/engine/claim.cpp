@@ -262,9 +262,15 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, 
 }
 
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
-                         const std::string& record_code, std::optional<LadderMove>* moved) {
+                         const std::string& record_code, std::optional<LadderMove>* moved,
+                         std::optional<int64_t>* blocked_prize) {
   ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false, false, std::nullopt};
-  run.run();
+  try {
+    run.run();
+  } catch (const Rejection&) {
+    if (blocked_prize) *blocked_prize = run.blocked_prize;
+    throw;
+  }
   if (moved) *moved = std::move(run.ladder_move);
   return run.g;
 }

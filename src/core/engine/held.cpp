@@ -176,15 +176,17 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   for (int attempt = 0;; ++attempt) {
     std::optional<GrantView> granted;
     std::optional<LadderMove> ladder;
+    std::optional<int64_t> stopped_by;  // held_by_fuse: the prize whose fuse stopped the flow (none: the activity's)
     std::string why;
     bool gone = false;
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       granted.reset();
       ladder.reset();
+      stopped_by.reset();
       why.clear();
       gone = false;
       try {
-        granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder);
+        granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder, &stopped_by);
         if (dry_run) tx.rollback_only();
         else follow_held_item(tx, grant_id, ListItemState::held, ListItemState::issued, std::nullopt, opts_.actor, now);
       } catch (const Rejection& rej) {
@@ -227,8 +229,10 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
       res.result = "decided";
       again = false;
       if (why == "held_by_fuse") {
-        // Another open event still blocks it: it stays held, by that event (no state change).
-        auto ev = blocking_event(tx, activity_id, held->prize_id);
+        // Another open event still blocks it: it stays held, by that event (no state change). The
+        // event is looked for on the prize whose fuse stopped the flow (a request that named no
+        // prize is stopped by the prize its selection chose), as Engine::claim holds it.
+        auto ev = blocking_event(tx, activity_id, stopped_by ? stopped_by : held->prize_id);
         if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
                           {*ev, now, grant_id}) == 1) {
           res.result = "still_held";

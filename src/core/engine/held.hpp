@@ -73,8 +73,11 @@ bool follow_held_item(store::Session& s, int64_t grant_id, ListItemState from, L
 // Steps 2-8 of the common flow for the held grant `held_id` (record `record_code`) inside tx, adopting
 // the pending row (pending -> init) instead of inserting one. Returns the granted grant. Throws
 // Rejection (the world changed), HeldGone (already decided). Defined in claim.cpp, next to the flow.
-// `moved` (optional) receives the budget ladder step move, for the caller to announce after commit.
+// `moved` (optional) receives the budget ladder step move, for the caller to announce after commit;
+// `blocked_prize` (optional), on a held_by_fuse rejection, the prize whose fuse stopped the flow
+// (none: the activity's), which need not be a prize the request asked for.
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
-                         const std::string& record_code, std::optional<LadderMove>* moved = nullptr);
+                         const std::string& record_code, std::optional<LadderMove>* moved = nullptr,
+                         std::optional<int64_t>* blocked_prize = nullptr);
 
 }  // namespace rc::engine
