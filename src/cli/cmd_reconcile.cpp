@@ -21,6 +21,7 @@ struct {
   std::string activity, csv, stuck_after = "1h", held_after = "24h";
   std::vector<std::string> checks;
   int64_t run_id = 0, limit = 20;
+  bool exact = false;
   JobFlags job;
 } opt;
 
@@ -61,6 +62,7 @@ Exit run_reconcile(Ctx& ctx) {
   o.held_after_ms = jobs::parse_duration_ms(opt.held_after, "--held-after");
   o.operator_name = ctx.settings.operator_name;
   o.dry_run = opt.job.dry_run;
+  o.exact = opt.exact;
   o.ledger_channels.clear();
   for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
@@ -90,7 +92,7 @@ Exit run_reconcile(Ctx& ctx) {
                   {"activity", rep.activity ? json(*rep.activity) : json(nullptr)},
                   {"diffs", int64_t(rep.diffs.size())},
                   {"state", !rep.diffs.empty() ? "diffs" : rep.skipped.empty() ? "clean" : "incomplete"},
-                  {"skipped", rep.skipped},
+                  {"skipped", rep.skipped}, {"fingerprinted", rep.fingerprinted},
                   {"dry_run", rep.dry_run}, {"seconds", double(int64_t(rep.seconds * 1000)) / 1000}});
   if (!rep.diffs.empty()) {
     // A summary to [alerts] webhook when one is configured: the counts per check and the first diffs.
@@ -112,6 +114,9 @@ Exit run_reconcile(Ctx& ctx) {
   const std::string run_name = rep.run_id ? "run " + std::to_string(rep.run_id) : std::string("dry run");
   std::string skipped;
   for (auto& c : rep.skipped) skipped += (skipped.empty() ? "" : ",") + c;
+  std::string proven;
+  for (auto& c : rep.fingerprinted) proven += (proven.empty() ? "" : ",") + c;
+  if (!proven.empty()) spdlog::info("reconcile {}: proven by fingerprints: {} (--exact runs their full queries)", run_name, proven);
   if (rep.clean()) spdlog::info("reconcile {}: clean ({}) in {:.2f} s", run_name, scope, rep.seconds);
   else if (rep.diffs.empty())
     spdlog::warn("reconcile {}: incomplete, no difference in the checks run; not run: {}", run_name, skipped);
@@ -137,11 +142,13 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
   auto* rc = app.add_subcommand("reconcile", "Job: check that every cent and unit is accounted for; exit 1 on any difference");
   rc->require_subcommand(0, 1);
   rc->add_option("--activity", opt.activity, "Only this activity (and the ledger accounts of its users)");
-  rc->add_option("--checks", opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log")
+  rc->add_option("--checks", opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log,list_items")
       ->delimiter(',');
   rc->add_option("--stuck-after", opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
   rc->add_option("--held-after", opt.held_after, "A request held by a fuse this long is stuck (default 24h)");
   rc->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
+  rc->add_flag("--exact", opt.exact,
+               "PostgreSQL: run every check's full queries, even when its fingerprints (hash sums of both sides) agree");
   add_job_options(rc, opt.job);
   rc->callback([&ctx, rc] {
     if (rc->get_subcommands().empty()) ctx.action = [&ctx] { return run_reconcile(ctx); };

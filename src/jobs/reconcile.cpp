@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <set>
@@ -76,64 +77,113 @@ namespace {
 // shared-buffer page it reads, and would only take a core from another connection's check.
 void side_by_side(store::Tx& tx) { tx.exec_script("SET LOCAL max_parallel_workers_per_gather = 0"); }
 
-// The checks of one run, shared by the connections that perform them: each check's queries (its sql,
-// then its more_sql), taken in the table's order, or side by side heaviest first (Check::weight;
-// then the table's order). `more` is asked under the lock before each check's first query: false
-// skips that check and every one not yet begun, while the other queries of a begun check are still
-// performed (a check is performed whole or not at all). A failure stops the taking and is rethrown
-// once all have finished.
+// The checks of one run, shared by the connections that perform them: each check's queries (its
+// fingerprints when the run uses them, its sql, then its more_sql), taken in the table's order, or
+// side by side heaviest first (the weights; then the table's order). `more` is asked under the lock
+// before each check's first query: false skips that check and every one not yet begun, while the
+// other queries of a begun check are still performed (a check is performed whole or not at all).
+// A check's own queries wait for its fingerprints (a connection that finds nothing else to take
+// waits for them to finish): when they all agree, those queries are not performed and the check
+// is proven; otherwise they are. A failure stops the taking and is rethrown once all have finished.
 struct Queue {
   struct Item {
     size_t check;  // index in todo
-    size_t part;   // 0: the check's sql; i: its more_sql[i - 1]
+    size_t part;   // fingerprint: its index in pg_fingerprints; else 0: the check's sql, i: more_sql[i - 1]
+    bool fingerprint;
   };
   std::vector<const Check*> todo;        // the selected checks, in the table's order
   std::vector<Item> items;               // their queries, in the table's order
   std::vector<size_t> order;             // indexes in items, in the order they are taken
   std::vector<std::vector<Diff>> diffs;  // per item, filled by the connection that ran it
   std::vector<double> seconds;           // per item
-  std::vector<char> ran;                 // per item
+  std::vector<char> ran;                 // per item: performed, or not needed (its check proven)
+  std::vector<char> taken;               // per item
   std::vector<char> begun;               // per check: its first query was taken
-  size_t next = 0;                       // in order
+  std::vector<size_t> prints_left;       // per check: fingerprints not yet finished
+  std::vector<char> fingerprinted;       // per check: its own queries wait for its fingerprints
+  std::vector<char> disagreed;           // per check: a fingerprint did not agree
   bool stopped = false;                  // `more` said stop: no check begins any more
   std::exception_ptr error;
   std::mutex mu;
+  std::condition_variable changed;
 
-  explicit Queue(std::vector<const Check*> checks) : todo(std::move(checks)) {
-    for (size_t c = 0; c < todo.size(); ++c)
-      for (size_t p = 0; p <= todo[c]->more_sql.size(); ++p) {
-        order.push_back(items.size());
-        items.push_back({c, p});
+  Queue(std::vector<const Check*> checks, bool fingerprints) : todo(std::move(checks)) {
+    prints_left.assign(todo.size(), 0);
+    fingerprinted.assign(todo.size(), 0);
+    disagreed.assign(todo.size(), 0);
+    for (size_t c = 0; c < todo.size(); ++c) {
+      if (fingerprints && !todo[c]->pg_fingerprints.empty()) {
+        fingerprinted[c] = 1;
+        prints_left[c] = todo[c]->pg_fingerprints.size();
+        for (size_t f = 0; f < todo[c]->pg_fingerprints.size(); ++f) items.push_back({c, f, true});
       }
+      for (size_t p = 0; p <= todo[c]->more_sql.size(); ++p) items.push_back({c, p, false});
+    }
+    for (size_t i = 0; i < items.size(); ++i) order.push_back(i);
     diffs.resize(items.size());
     seconds.assign(items.size(), 0);
     ran.assign(items.size(), 0);
+    taken.assign(items.size(), 0);
     begun.assign(todo.size(), 0);
   }
   void heaviest_first() {
     std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) { return weight(a) > weight(b); });
   }
-  int weight(size_t item) const { return items[item].part ? 0 : todo[items[item].check]->weight; }
+  int weight(size_t item) const {
+    const Item& it = items[item];
+    if (it.fingerprint) return todo[it.check]->pg_fingerprints[it.part].weight;
+    return it.part ? 0 : todo[it.check]->weight;
+  }
   // The next query to perform (its index in items), or false: none left, or failed.
   bool take(const Options& o, size_t& slot) {
-    std::lock_guard<std::mutex> l(mu);
-    for (; next < order.size() && !error; ++next) {
-      const Item& it = items[order[next]];
-      if (it.part == 0) {
-        if (!stopped && o.more && !o.more()) stopped = true;
-        if (stopped) continue;
-        begun[it.check] = 1;
-      } else if (!begun[it.check]) {
-        continue;
+    std::unique_lock<std::mutex> l(mu);
+    for (;;) {
+      bool waiting = false;
+      for (size_t i = 0; i < order.size() && !error; ++i) {
+        const size_t n = order[i];
+        const Item& it = items[n];
+        if (taken[n]) continue;
+        if (!begun[it.check]) {
+          if (!stopped && o.more && !o.more()) stopped = true;
+          if (stopped) {
+            taken[n] = 1;  // (not ran: the check is reported skipped)
+            continue;
+          }
+          begun[it.check] = 1;
+        }
+        if (!it.fingerprint && fingerprinted[it.check]) {
+          if (prints_left[it.check]) {
+            waiting = true;
+            continue;
+          }
+          if (!disagreed[it.check]) {  // proven by its fingerprints: not needed
+            taken[n] = ran[n] = 1;
+            continue;
+          }
+        }
+        taken[n] = 1;
+        slot = n;
+        return true;
       }
-      slot = order[next++];
-      return true;
+      if (error || !waiting) return false;
+      changed.wait(l);
     }
-    return false;
+  }
+  void fingerprint_done(size_t item, bool agreed) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      const size_t c = items[item].check;
+      --prints_left[c];
+      if (!agreed) disagreed[c] = 1;
+    }
+    changed.notify_all();
   }
   void fail(std::exception_ptr e) {
-    std::lock_guard<std::mutex> l(mu);
-    if (!error) error = e;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!error) error = e;
+    }
+    changed.notify_all();
   }
 };
 
@@ -154,6 +204,21 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
       const Check& c = *q.todo[q.items[slot].check];
       const size_t part = q.items[slot].part;
       auto t0 = std::chrono::steady_clock::now();
+      if (q.items[slot].fingerprint) {
+        auto [sql, params] = bind_named(c.pg_fingerprints[part].sql, values);
+        auto r = tx.query(sql, params);
+        bool agreed = !r.empty();
+        for (auto& row : r.rows) {
+          const bool same = !row.is_null(1) && !row.is_null(2) && row.str(1) == row.str(2);
+          agreed = agreed && same;
+          spdlog::debug("reconcile check {} fingerprint {}: {} ({} / {})", c.info.name, row.str_or(0, ""),
+                        same ? "agrees" : "differs", row.str_or(1, "NULL"), row.str_or(2, "NULL"));
+        }
+        q.seconds[slot] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        q.ran[slot] = 1;
+        q.fingerprint_done(slot, agreed);
+        continue;
+      }
       const bool own = tx.dialect() == store::Dialect::sqlite && !c.sqlite_sql.empty();
       auto [sql, params] = bind_named(part ? c.more_sql[part - 1] : own ? c.sqlite_sql : c.sql, values);
       spdlog::trace("reconcile check {} ({}): {}", c.info.name, part, sql);
@@ -181,6 +246,10 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
 
 }  // namespace
 
+bool uses_fingerprints(store::Session& s, const Options& o) {
+  return s.dialect() == store::Dialect::postgres && !o.activity && !o.exact;
+}
+
 int connections_for(store::Session& s, const Options& o, size_t checks) {
   if (s.dialect() != store::Dialect::postgres || checks < 2) return 1;
   if (o.connections > 0) return std::min<int>(o.connections, int(checks));
@@ -193,7 +262,7 @@ int connections_for(store::Session& s, const Options& o, size_t checks) {
 
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
                              std::vector<std::pair<std::string, double>>* seconds,
-                             std::vector<std::string>* skipped) {
+                             std::vector<std::string>* skipped, std::vector<std::string>* proven) {
   const auto names = resolve_checks(o.checks);
   std::string ledger;
   for (auto& c : o.ledger_channels) ledger += (ledger.empty() ? "" : ",") + c;
@@ -211,13 +280,14 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     diffs.clear();
     if (seconds) seconds->clear();
     if (skipped) skipped->clear();
+    if (proven) proven->clear();
     tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Errc::not_found, "--activity: no activity '" + *o.activity + "'");
     std::vector<const Check*> todo;
     for (auto& c : check_table())
       if (std::find(names.begin(), names.end(), c.info.name) != names.end()) todo.push_back(&c);
-    Queue q(std::move(todo));
+    Queue q(std::move(todo), uses_fingerprints(tx, o));
     const int n = connections_for(tx, o, q.items.size());
     std::vector<store::Store*> companions;  // (opened here, on this thread, before any other starts)
     for (int i = 1; i < n; ++i)
@@ -271,6 +341,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
         continue;
       }
       if (seconds) seconds->emplace_back(q.todo[check]->info.name, sec);
+      if (proven && q.fingerprinted[check] && !q.disagreed[check]) proven->push_back(q.todo[check]->info.name);
     }
   });
   return diffs;
@@ -301,7 +372,7 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
     });
   }
   try {
-    rep.diffs = find_diffs(st, o, rep.started_at, nullptr, &rep.skipped);
+    rep.diffs = find_diffs(st, o, rep.started_at, nullptr, &rep.skipped, &rep.fingerprinted);
   } catch (...) {
     store::SignalsSpare spare(st);  // (the record of the run: see Store::cancel_on_signal)
     if (rep.run_id) {

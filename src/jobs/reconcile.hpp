@@ -31,6 +31,7 @@ struct Diff {
 struct CheckInfo {
   const char* name;
   const char* summary;
+  bool fingerprints = false;  // has fingerprints (uses_fingerprints)
 };
 // Every check, in the order a run performs them.
 const std::vector<CheckInfo>& checks();
@@ -56,6 +57,10 @@ struct Options {
   // PostgreSQL: how many connections perform the checks side by side, all reading the run's one
   // snapshot (0: chosen by connections_for). SQLite: always one.
   int connections = 0;
+  // Perform every check's own queries, never its fingerprints (Check::pg_fingerprints: a run over
+  // all activities on PostgreSQL first sums hashes of both sides of each heavy check, and performs
+  // the check's queries only when the sums differ).
+  bool exact = false;
 };
 
 struct Report {
@@ -67,6 +72,7 @@ struct Report {
   double seconds = 0;
   bool dry_run = false;
   std::vector<std::string> skipped;  // checks not run because `more` said stop: the run is incomplete
+  std::vector<std::string> fingerprinted;  // checks proven by their fingerprints (their queries not needed)
   bool clean() const { return diffs.empty() && skipped.empty(); }
 };
 
@@ -91,15 +97,24 @@ constexpr int64_t kSideBySideFrom = 50'000;
 constexpr int64_t kMostConnections = 3;
 int connections_for(store::Session& s, const Options& o, size_t checks);
 
+// Whether a run sums fingerprints before the heavy checks' own queries (Check::pg_fingerprints):
+// on PostgreSQL, over all activities, unless o.exact. The sums are of hashes (hashtextextended)
+// of every row on both sides of an invariant, one pass over each table and no join: agreeing sums
+// prove the check's books but for a chance of one in 2^64 per check; when they differ, the check's
+// own queries run and report every difference as without them.
+bool uses_fingerprints(store::Session& s, const Options& o);
+
 // Runs the checks on one snapshot. Error(data) for an unknown activity. Writes nothing.
 // On PostgreSQL the checks may be shared out to other connections (connections_for), which import
 // this run's snapshot: they still all read the same one, heaviest query first (Check::weight), with
 // no parallel workers of their own; the diffs keep the table's order.
 // `seconds`, when given, receives each check's time, in order.
 // `skipped`, when given, receives the checks that `o.more` stopped.
+// `proven`, when given, receives the checks whose fingerprints agreed (uses_fingerprints).
 std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
                              std::vector<std::pair<std::string, double>>* seconds = nullptr,
-                             std::vector<std::string>* skipped = nullptr);
+                             std::vector<std::string>* skipped = nullptr,
+                             std::vector<std::string>* proven = nullptr);
 
 // Runs the checks and stores the run with its diffs (unless dry_run). The run row is written first
 // (state running), so a run killed half-way is visible as running, never as clean; a run whose

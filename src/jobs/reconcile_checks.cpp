@@ -346,14 +346,18 @@ const std::string kStatusLogTail = [] {
 // first row may start anywhere (lag is NULL on a first row only: to_state is NOT NULL). The rows
 // come out in the order of the SQLite form: broken links by (entity, record, row), then each kind's
 // last rows by record.
-std::string status_log_postgres() {
+// `grants_too`: false leaves the grants' rows out (the kinds the status_log fingerprints below do
+// not sum up).
+std::string status_log_postgres(bool grants_too = true) {
   std::string q = "SELECT s.entity, s.k, s.expected, s.actual, s.detail, s.at FROM (";
+  bool first = true;
   for (size_t i = 0; i < kLoggedKinds.size(); ++i) {
     auto& k = kLoggedKinds[i];
+    if (!grants_too && k.entity == "grant") continue;
     const std::string e = "'" + k.entity + "'";
     const std::string broken = "coalesce(c.from_state, '') <> coalesce(c.prev_to, '')" +
                                std::string(k.needs_rows ? "" : " AND c.prev_to IS NOT NULL");
-    q += (i ? " UNION ALL " : "") +
+    q += (first ? "" : " UNION ALL ") +
          std::string("SELECT ") + e + " AS entity, coalesce(" + k.key + ", '#' || coalesce(lg.entity_id, t.id)) AS k, "
          "CASE WHEN lg.broken THEN coalesce(lg.prev_to, '(created)') WHEN lg.id IS NULL THEN 'a log row' "
          "WHEN t.id IS NULL THEN 'the record' ELSE lg.to_state END AS expected, "
@@ -373,10 +377,91 @@ std::string status_log_postgres() {
          (k.needs_rows ? "FULL" : "LEFT") + " JOIN " + k.from + " ON t.id = lg.entity_id "
          "WHERE (lg.id IS NULL OR lg.broken OR t.id IS NULL OR lg.to_state <> " + k.state + ") "
          "AND CASE WHEN t.id IS NULL THEN CAST(:activity AS TEXT) IS NULL ELSE " + k.in_scope + " END";
+    first = false;
   }
   return q + ") s ORDER BY s.phase, CASE WHEN s.phase = 0 THEN s.entity END, s.kind, s.eid, s.lid";
 }
 
+
+// ---- Fingerprints (PostgreSQL, a run over all activities; reconcile.hpp, Check::pg_fingerprints) ----
+// Each query sums a 64-bit hash of every row on both sides of an invariant (exact: sum(bigint) is
+// an int128 or numeric sum, and a weighted sum is numeric), in one pass over each table and without
+// a join: the sums agree when the two multisets agree, and any difference changes a sum unless the
+// hashes of the difference cancel, about one chance in 2^64. Every part is written so that agreeing
+// sums imply that the check's own queries would find nothing (the argument is given per part);
+// where a part's sums could agree on damaged books they would not be sound, so the parts are
+// stricter than the queries, never looser. Sums that disagree on sound books only cost time: the
+// check's own queries then run and decide.
+// (a tuple (a, b, n) is hashed as hashtextextended(a, hashtextextended(b, n)): the seed chain makes
+// the hash one of the whole tuple, so swapping values between rows changes the sums)
+
+// ledger, entries: the entries the ledger grants require (a success: its credit; a reversed one:
+// its credit and its reversal, of the grant's amount, under its bill number, for its user) against
+// every entry there is, and no such grant without a bill number. With the bills part below (bill
+// numbers unique among the grants), agreeing sums mean: each entry is one that exactly one grant
+// requires, that grant carries the entry's bill number and user and has its delivery bill, and
+// every grant in another state (or of another channel) has no entry: nothing for the ledger query
+// to report.
+const std::string kLedgerEntriesFp =
+    "SELECT 'entries the ledger grants require', e.n || ' ' || coalesce(e.s, 0) || ' ' || e.unbilled, "
+    "a.n || ' ' || coalesce(a.s, 0) || ' 0' FROM (SELECT count(*) + count(*) FILTER (WHERE g.state = 'reversed') AS n, "
+    "count(*) - count(g.bill_no) AS unbilled, sum(hashtextextended(g.bill_no, hashtextextended(g.user_id, g.amount))) + "
+    "coalesce(sum(hashtextextended(g.bill_no, hashtextextended(g.user_id, -g.amount) # 1)) FILTER (WHERE g.state = "
+    "'reversed'), 0) AS s FROM grants g WHERE g.state IN ('success', 'reversed') AND "
+    "g.channel = ANY (string_to_array(CAST(:ledger AS TEXT), ','))) e, "
+    "(SELECT count(*) AS n, sum(hashtextextended(le.bill_no, hashtextextended(le.user_id, le.amount) # "
+    "CASE WHEN le.kind = 'credit' THEN 0 ELSE 1 END)) AS s FROM ledger_entry le) a";
+// ledger, bills: every grant with a bill number against the delivery bills (grant, bill number).
+// A grant gets its bill number in the transaction that opens its delivery bill, so the two sides
+// are one to one; as delivery bill numbers are unique, agreeing sums also mean that no two grants
+// carry one bill number.
+const std::string kLedgerBillsFp =
+    "SELECT 'delivery bills of the grants', g.n || ' ' || coalesce(g.s, 0), d.n || ' ' || coalesce(d.s, 0) FROM "
+    "(SELECT count(*) AS n, sum(hashtextextended(g.bill_no, g.id)) AS s FROM grants g WHERE g.bill_no IS NOT NULL) g, "
+    "(SELECT count(*) AS n, sum(hashtextextended(d.bill_no, d.grant_id)) AS s FROM delivery_bill d) d";
+// ledger, balances: per (user, asset), balance minus entries is a vector that is zero exactly when
+// the balances query finds nothing; its sum weighted by each key's hash is zero with it, and not
+// zero (but one chance in 2^64) without.
+const std::string kBalancesFp =
+    "SELECT 'balances against their entries', CAST(coalesce(e.s, 0) AS TEXT), CAST(coalesce(a.s, 0) AS TEXT) FROM "
+    "(SELECT sum(CAST(hashtextextended(le.user_id, hashtextextended(le.asset, 0)) AS NUMERIC) * le.amount) AS s "
+    "FROM ledger_entry le) e, (SELECT sum(CAST(hashtextextended(la.user_id, hashtextextended(la.asset, 0)) "
+    "AS NUMERIC) * la.balance) AS s FROM ledger_account la) a";
+// limits: per (activity or prize, user), the grants counted against the counters summed over their
+// periods, weighted by the key's hash, over the same rows the limits query compares (grants of the
+// scopes with a limit; every counter of an activity or prize); and the over-limit query counted.
+const std::string kLimitsFp =
+    "SELECT 'activity counters against grants', CAST(coalesce((SELECT sum(hashtextextended(g.user_id, g.activity_id)) "
+    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE a.user_limit IS "
+    "NOT NULL)), 0) AS TEXT), CAST(coalesce((SELECT sum(CAST(hashtextextended(lc.user_id, a.id) AS NUMERIC) * lc.used) "
+    "FROM activity a JOIN limit_counter lc ON lc.scope = 'a:' || a.id), 0) AS TEXT) "
+    "UNION ALL SELECT 'prize counters against grants', CAST(coalesce((SELECT sum(hashtextextended(g.user_id, "
+    "g.prize_id)) FROM grants g WHERE g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p WHERE "
+    "p.user_limit IS NOT NULL)), 0) AS TEXT), CAST(coalesce((SELECT sum(CAST(hashtextextended(lc.user_id, p.id) "
+    "AS NUMERIC) * lc.used) FROM prize p JOIN limit_counter lc ON lc.scope = 'p:' || p.id), 0) AS TEXT) "
+    "UNION ALL SELECT 'counters over their limits', '0', CAST(count(*) AS TEXT) FROM (" + kOverLimit + ") o";
+// status_log, the grants' chains, in two halves of the grants' ids (for two connections): the chain
+// pass of status_log_postgres counts the broken links, and sums its last rows as (grant, to-state);
+// the grants are summed as (id, state). No broken link and agreeing sums mean every grant has a
+// last row ending at its state and every last row has its grant: nothing for the grants' part of
+// the status_log query. The halves split at the middle of the ids (0 with no grant), every log row
+// in one of them.
+std::string status_log_grants_fp(bool upper) {
+  const std::string in = upper ? " > " : " <= ";
+  const std::string mid = "(SELECT coalesce((min(m.id) + max(m.id)) / 2, 0) FROM grants m)";
+  return "SELECT 'grant chains, " + std::string(upper ? "upper" : "lower") + " half', r.n || ' ' || "
+         "coalesce(r.s, 0) || ' 0', c.n || ' ' || coalesce(c.s, 0) || ' ' || c.broken FROM "
+         "(SELECT count(*) AS n, sum(hashtextextended(t.state, t.id)) AS s FROM grants t WHERE t.id" + in + mid + ") r, "
+         "(SELECT count(*) FILTER (WHERE c.next_id IS NULL) AS n, sum(hashtextextended(c.to_state, c.entity_id)) "
+         "FILTER (WHERE c.next_id IS NULL) AS s, count(*) FILTER (WHERE coalesce(c.from_state, '') <> "
+         "coalesce(c.prev_to, '')) AS broken FROM (SELECT l.entity_id, l.from_state, l.to_state, lag(l.to_state) "
+         "OVER w AS prev_to, lead(l.id) OVER w AS next_id FROM status_log l WHERE l.entity = 'grant' AND "
+         "l.entity_id" + in + mid + " WINDOW w AS (PARTITION BY l.entity_id ORDER BY l.id)) c) c";
+}
+// status_log, every other kind of record: its part of the status_log query, counted (these tables
+// are small next to the grants').
+const std::string kStatusLogOthersFp =
+    "SELECT 'other records'' chains', '0', CAST(count(*) AS TEXT) FROM (" + status_log_postgres(false) + ") o";
 
 // list_items: each list-issue item agrees with the grant of its biz_id ("<batch>:<user>"): the run,
 // the fuse's decisions and a cancel move both in one transaction. A pending item has no grant; a
@@ -404,13 +489,14 @@ const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
     {{"budget", "per activity: consumed = cost of grants holding budget <= authorised"}, kBudget},
     {{"ledger", "one credit per successful ledger grant, every entry owned by its grant, balances = sum of entries"},
-     kLedger, kLedgerSqlite, {kBalances}, 3},
+     kLedger, kLedgerSqlite, {kBalances}, 3, {}, {{kLedgerEntriesFp, 2}, {kLedgerBillsFp, 1}, {kBalancesFp, 1}}},
     {{"qualifications", "per activity and user: used qualifications = grants on whitelist activities"},
      kQualifications},
-    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits, kLimitsSqlite, {}, 1},
+    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits, kLimitsSqlite, {}, 1, {}, {{kLimitsFp, 1}}},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
-     status_log_postgres(), kChainSqlite + kStatusLogTail, {}, 3, {{"enable_hashjoin", "off"}}},
+     status_log_postgres(), kChainSqlite + kStatusLogTail, {}, 3, {{"enable_hashjoin", "off"}},
+     {{status_log_grants_fp(false), 3}, {status_log_grants_fp(true), 3}, {kStatusLogOthersFp, 0}}},
     {{"list_items", "each list-issue item agrees with its grant (pending, held, issued, rejected, cancelled)"},
      kListItems},
 };
@@ -422,7 +508,10 @@ const std::vector<Check>& check_table() { return kChecks; }
 const std::vector<CheckInfo>& checks() {
   static const std::vector<CheckInfo> infos = [] {
     std::vector<CheckInfo> v;
-    for (auto& c : kChecks) v.push_back(c.info);
+    for (auto& c : kChecks) {
+      v.push_back(c.info);
+      v.back().fingerprints = !c.pg_fingerprints.empty();
+    }
     return v;
   }();
   return infos;

@@ -27,6 +27,17 @@ struct Check {
   // primary key beats hashing a million records, which the planner, guessing 2.5 rows out of 3 pass
   // the window's filter where 1 does, never chooses).
   std::vector<std::pair<std::string, std::string>> pg_settings = {};
+  // PostgreSQL, a run over all activities (no --activity) and without Options::exact: queries that
+  // sum hashes of both sides of the check's invariants (reconcile_checks.cpp), each returning rows
+  // of (part, expected, actual) as text. When every row of every one has expected = actual, the
+  // books agree with this check (but for a chance of one in 2^64) and its own queries are not
+  // performed; otherwise they are. Each is a query of its own, so a run may perform them on other
+  // connections beside each other; `weight` as Check::weight.
+  struct Fingerprint {
+    std::string sql;
+    int weight = 0;
+  };
+  std::vector<Fingerprint> pg_fingerprints = {};
 };
 const std::vector<Check>& check_table();
 
