@@ -104,6 +104,9 @@ TEST_CASE("store: placeholder_count reads $N as PostgreSQL does, outside literal
                                {"-- $5\nSELECT $1", 1},
                                {"SELECT /* don't $6 */ $1", 1},
                                {"SELECT /* a /* nested $7 */ still */ $1", 1},
+                               {"SELECT /*/**/*/ $1", 1},  // the / of an inner */ opens nothing
+                               {"SELECT /* a /* b */*/ $2, $1", 2},
+                               {"SELECT -- c\rx, $1", 1},  // a bare \r ends a comment too
                                {"SELECT $$ it's $8 $$, $1", 1},
                                {"SELECT $tag$ $9 'x $tag$, $1", 1},
                                {"SELECT x::text, CAST($1 AS BIGINT)", 1},

@@ -123,13 +123,17 @@ size_t placeholder_count(const std::string& sql) {
         if (!newline || j >= n || sql[j] != '\'') break;
         i = j;  // the continuation
       }
-    } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {
-      while (i < n && sql[i] != '\n') ++i;
+    } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {  // to the end of the line: \n or \r
+      while (i < n && sql[i] != '\n' && sql[i] != '\r') ++i;
     } else if (c == '/' && i + 1 < n && sql[i + 1] == '*') {  // (nested, as PostgreSQL reads them)
+      // each /* and */ is two characters of its own: the / of an inner */ starts nothing (/*/**/*/)
       int depth = 0;
       for (; i + 1 < n; ++i) {
         if (sql[i] == '/' && sql[i + 1] == '*') ++depth, ++i;
-        else if (sql[i] == '*' && sql[i + 1] == '/' && --depth == 0) break;
+        else if (sql[i] == '*' && sql[i + 1] == '/') {
+          if (--depth == 0) break;
+          ++i;
+        }
       }
       ++i;
     } else if (c == '$' && i + 1 < n && sql[i + 1] >= '0' && sql[i + 1] <= '9' && (i == 0 || !ident(sql[i - 1], false))) {
