@@ -328,6 +328,9 @@ Decision unblock(engine::Engine& eng, const std::string& activity, const std::op
     d.message = "unblocked " + what + " (" + std::to_string(n) + " event(s) released)";
   });
   for (int64_t id : released) finish_held(eng, id, d.held);
+  // (the event as it is now, released, not as the transaction found it)
+  if (!released.empty())
+    if (auto e = find_event(st.autocommit(), d.event.batch_no)) d.event = *e;
   d.message += held_summary(d.held);
   return d;
 }

@@ -525,7 +525,11 @@ TEST_CASE("fuse held: a request that named no prize, released while its prize's 
                  {prize_event}) == 1);
   auto show = db.ok({"fuse", "show", prize_event});
   CHECK(show.out.find(h["record_code"].get<std::string>()) != std::string::npos);
-  db.ok({"fuse", "unblock", "act", "--prize", "p1", "--reason", "fixed"});
+  auto u = json::parse(lines(db.ok({"fuse", "unblock", "act", "--prize", "p1", "--reason", "fixed", "-o", "json"}).out).back());
+  CHECK(u["event"] == prize_event);  // the event as the unblock left it
+  CHECK(u["state"] == "released");
+  CHECK(u["decision"] == "unblocked");
+  CHECK(u["held"]["granted"] == 1);
   auto again = claim_cli(db, "u1", "b1", 0);  // the unblock granted it: the retry replays that grant
   CHECK(again["outcome"] == "replayed");
   CHECK(again["state"] == "success");
