@@ -100,7 +100,8 @@ int connections_for(store::Session& s, const Options& o, size_t checks);
 // Whether a run sums fingerprints before the heavy checks' own queries (Check::pg_fingerprints):
 // on PostgreSQL, over all activities, unless o.exact. The sums are of hashes (hashtextextended)
 // of every row on both sides of an invariant, one pass over each table and no join: agreeing sums
-// prove the check's books but for a chance of one in 2^64 per check; when they differ, the check's
+// prove the check's books but for a chance of about one in 2^64 per part (for damage that was not
+// searched for to cancel: design §6.4); when they differ, the check's
 // own queries run and report every difference as without them.
 bool uses_fingerprints(store::Session& s, const Options& o);
 

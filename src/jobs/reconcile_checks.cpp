@@ -10,7 +10,10 @@
 //   :stuck     cut-off: grants in issuing/init/awaiting_external last changed before it, and resend
 //              bills due before it, are stuck
 //   :held      cut-off: requests held by a fuse since before it are stuck
-//   :ledger    the ledger-type channels, as "name1,name2"
+//   :ledger    the ledger-type channels, as "name1,name2" (a channel name holds no comma: letters,
+//              digits, '_' and '-'); a grant's channel is one of them when it is a whole item of the
+//              list (PostgreSQL = ANY (string_to_array(...)), SQLite instr of ",name,"), never a
+//              pattern: '_' is a channel name's character, not LIKE's wildcard
 // Differences of totals are found as a FULL JOIN of two keyed sets (one pass over each side), except
 // where SQLite plans that badly (limits: there a union of both sides, grouped once).
 #include "jobs/reconcile_checks.hpp"
@@ -88,7 +91,8 @@ const std::string kLedgerSqlite =
     "FROM grants g LEFT JOIN ledger_entry c ON c.bill_no = g.bill_no AND c.kind = 'credit' "
     "LEFT JOIN ledger_entry r ON r.bill_no = g.bill_no AND r.kind = 'reverse' "
     "WHERE g.activity_id IN " + kActIds +
-    " AND (',' || CAST(:ledger AS TEXT) || ',' LIKE '%,' || g.channel || ',%' OR c.id IS NOT NULL OR r.id IS NOT NULL) "
+    " AND (instr(',' || CAST(:ledger AS TEXT) || ',', ',' || g.channel || ',') > 0 OR c.id IS NOT NULL OR "
+    "r.id IS NOT NULL) "
     "AND NOT ((g.state = 'success' AND c.id IS NOT NULL AND c.amount = g.amount AND r.id IS NULL) OR "
     "(g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL AND c.amount = g.amount AND r.amount = -c.amount) "
     "OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL AND r.id IS NULL)) "
@@ -119,8 +123,8 @@ const std::string kLedgerSqlite =
 const std::string kLedger =
     "SELECT DISTINCT z.entity, z.k, z.expected, z.actual, z.detail, z.at FROM (SELECT g.id AS gid, g.state, "
     "g.amount, c.id AS cid, c.amount AS camount, r.id AS rid, r.amount AS ramount, "
-    "(g.id IS NOT NULL AND g.activity_id IN " + kActIds + " AND (',' || CAST(:ledger AS TEXT) || ',' LIKE '%,' || "
-    "g.channel || ',%' OR c.id IS NOT NULL OR r.id IS NOT NULL) AND NOT ((g.state = 'success' AND c.id IS NOT NULL "
+    "(g.id IS NOT NULL AND g.activity_id IN " + kActIds + " AND (g.channel = ANY (string_to_array(CAST(:ledger AS "
+    "TEXT), ',')) OR c.id IS NOT NULL OR r.id IS NOT NULL) AND NOT ((g.state = 'success' AND c.id IS NOT NULL "
     "AND c.amount = g.amount AND r.id IS NULL) OR (g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL "
     "AND c.amount = g.amount AND r.amount = -c.amount) OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL "
     "AND r.id IS NULL))) AS bad_g, "
@@ -384,10 +388,11 @@ std::string status_log_postgres(bool grants_too = true) {
 
 
 // ---- Fingerprints (PostgreSQL, a run over all activities; reconcile.hpp, Check::pg_fingerprints) ----
-// Each query sums a 64-bit hash of every row on both sides of an invariant (exact: sum(bigint) is
-// an int128 or numeric sum, and a weighted sum is numeric), in one pass over each table and without
-// a join: the sums agree when the two multisets agree, and any difference changes a sum unless the
-// hashes of the difference cancel, about one chance in 2^64. Every part is written so that agreeing
+// Each query sums a 64-bit hash of every row (or of every key's total) on both sides of an
+// invariant (exact: sum(bigint) is an int128 or numeric sum), in one pass over each table and
+// without a join: the sums agree when the two multisets agree, and any difference changes a sum
+// unless the hashes of the difference cancel, about one chance in 2^64 for damage that is not
+// searched for (a forger who can write the database could search; design §6.4). Every part is written so that agreeing
 // sums imply that the check's own queries would find nothing (the argument is given per part);
 // where a part's sums could agree on damaged books they would not be sound, so the parts are
 // stricter than the queries, never looser. Sums that disagree on sound books only cost time: the
@@ -419,27 +424,39 @@ const std::string kLedgerBillsFp =
     "SELECT 'delivery bills of the grants', g.n || ' ' || coalesce(g.s, 0), d.n || ' ' || coalesce(d.s, 0) FROM "
     "(SELECT count(*) AS n, sum(hashtextextended(g.bill_no, g.id)) AS s FROM grants g WHERE g.bill_no IS NOT NULL) g, "
     "(SELECT count(*) AS n, sum(hashtextextended(d.bill_no, d.grant_id)) AS s FROM delivery_bill d) d";
-// ledger, balances: per (user, asset), balance minus entries is a vector that is zero exactly when
-// the balances query finds nothing; its sum weighted by each key's hash is zero with it, and not
-// zero (but one chance in 2^64) without.
+// ledger, balances: each (user, asset) with its entries summed against each account, as tuples
+// (user, asset, amount) hashed whole, zeros left out on both sides (the balances query reads a
+// missing side as 0). Each side has one tuple per key, so agreeing sums mean the same keys with
+// the same amounts. (Not a sum weighted by each key's hash: a difference of h(k2) at k1 and of
+// -h(k1) at k2 would cancel in it.)
 const std::string kBalancesFp =
-    "SELECT 'balances against their entries', CAST(coalesce(e.s, 0) AS TEXT), CAST(coalesce(a.s, 0) AS TEXT) FROM "
-    "(SELECT sum(CAST(hashtextextended(le.user_id, hashtextextended(le.asset, 0)) AS NUMERIC) * le.amount) AS s "
-    "FROM ledger_entry le) e, (SELECT sum(CAST(hashtextextended(la.user_id, hashtextextended(la.asset, 0)) "
-    "AS NUMERIC) * la.balance) AS s FROM ledger_account la) a";
-// limits: per (activity or prize, user), the grants counted against the counters summed over their
-// periods, weighted by the key's hash, over the same rows the limits query compares (grants of the
-// scopes with a limit; every counter of an activity or prize); and the over-limit query counted.
-const std::string kLimitsFp =
-    "SELECT 'activity counters against grants', CAST(coalesce((SELECT sum(hashtextextended(g.user_id, g.activity_id)) "
-    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE a.user_limit IS "
-    "NOT NULL)), 0) AS TEXT), CAST(coalesce((SELECT sum(CAST(hashtextextended(lc.user_id, a.id) AS NUMERIC) * lc.used) "
-    "FROM activity a JOIN limit_counter lc ON lc.scope = 'a:' || a.id), 0) AS TEXT) "
-    "UNION ALL SELECT 'prize counters against grants', CAST(coalesce((SELECT sum(hashtextextended(g.user_id, "
-    "g.prize_id)) FROM grants g WHERE g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p WHERE "
-    "p.user_limit IS NOT NULL)), 0) AS TEXT), CAST(coalesce((SELECT sum(CAST(hashtextextended(lc.user_id, p.id) "
-    "AS NUMERIC) * lc.used) FROM prize p JOIN limit_counter lc ON lc.scope = 'p:' || p.id), 0) AS TEXT) "
-    "UNION ALL SELECT 'counters over their limits', '0', CAST(count(*) AS TEXT) FROM (" + kOverLimit + ") o";
+    "SELECT 'balances against their entries', e.n || ' ' || coalesce(e.s, 0), a.n || ' ' || coalesce(a.s, 0) FROM "
+    "(SELECT count(*) AS n, sum(hashtextextended(CAST(x.amount AS TEXT), hashtextextended(x.user_id, "
+    "hashtextextended(x.asset, 0)))) AS s FROM (SELECT le.user_id, le.asset, sum(le.amount) AS amount FROM "
+    "ledger_entry le GROUP BY le.user_id, le.asset HAVING sum(le.amount) <> 0) x) e, "
+    "(SELECT count(*) AS n, sum(hashtextextended(CAST(la.balance AS TEXT), hashtextextended(la.user_id, "
+    "hashtextextended(la.asset, 0)))) AS s FROM ledger_account la WHERE la.balance <> 0) a";
+// limits: per (activity or prize, user), the grants counted (of the scopes with a limit) against the
+// counters summed over their periods (every counter of an activity or prize), as tuples (scope,
+// user, count) hashed whole, zeros left out (the limits query reads a missing side as 0); and the
+// over-limit query counted.
+std::string limits_fp(const std::string& what, const std::string& kind, const std::string& table,
+                      const std::string& column) {
+  const std::string t = table.substr(0, 1);
+  return "SELECT '" + what + " counters against grants', h.n || ' ' || coalesce(h.s, 0), c.n || ' ' || "
+         "coalesce(c.s, 0) FROM (SELECT count(*) AS n, sum(hashtextextended(CAST(x.n AS TEXT), "
+         "hashtextextended(x.user_id, x.k))) AS s FROM (SELECT g." + column + " AS k, g.user_id, count(*) AS n FROM "
+         "grants g WHERE g.state IN " + H + " AND g." + column + " IN (SELECT " + t + ".id FROM " + table + " " + t +
+         " WHERE " + t + ".user_limit IS NOT NULL) GROUP BY g." + column + ", g.user_id) x) h, "
+         "(SELECT count(*) AS n, sum(hashtextextended(CAST(x.used AS TEXT), hashtextextended(x.user_id, x.k))) AS s "
+         "FROM (SELECT " + t + ".id AS k, lc.user_id, sum(lc.used) AS used FROM " + table + " " + t +
+         " JOIN limit_counter lc ON lc.scope = '" + kind + ":' || " + t + ".id GROUP BY " + t + ".id, lc.user_id "
+         "HAVING sum(lc.used) <> 0) x) c";
+}
+const std::string kLimitsFp = limits_fp("activity", "a", "activity", "activity_id") + " UNION ALL " +
+                              limits_fp("prize", "p", "prize", "prize_id") +
+                              " UNION ALL SELECT 'counters over their limits', '0', CAST(count(*) AS TEXT) FROM (" +
+                              kOverLimit + ") o";
 // status_log, the grants' chains, in two halves of the grants' ids (for two connections): the chain
 // pass of status_log_postgres counts the broken links, and sums its last rows as (grant, to-state);
 // the grants are summed as (id, state). No broken link and agreeing sums mean every grant has a
@@ -448,7 +465,8 @@ const std::string kLimitsFp =
 // in one of them.
 std::string status_log_grants_fp(bool upper) {
   const std::string in = upper ? " > " : " <= ";
-  const std::string mid = "(SELECT coalesce((min(m.id) + max(m.id)) / 2, 0) FROM grants m)";
+  // (each halved first: the sum of two ids near 2^63 would not fit a bigint)
+  const std::string mid = "(SELECT coalesce(min(m.id) / 2 + max(m.id) / 2, 0) FROM grants m)";
   return "SELECT 'grant chains, " + std::string(upper ? "upper" : "lower") + " half', r.n || ' ' || "
          "coalesce(r.s, 0) || ' 0', c.n || ' ' || coalesce(c.s, 0) || ' ' || c.broken FROM "
          "(SELECT count(*) AS n, sum(hashtextextended(t.state, t.id)) AS s FROM grants t WHERE t.id" + in + mid + ") r, "

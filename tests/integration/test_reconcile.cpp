@@ -472,7 +472,7 @@ TEST_CASE("reconcile: fingerprints prove sound books, damage makes them differ a
   }
   struct Damage {
     const char* what;
-    const char* check;  // the check whose fingerprints must differ
+    const char* check;  // the check whose fingerprints must differ ("": the books are sound)
     std::vector<std::string> sql;  // $1..$4: the bill numbers of u1..u4's grants
   };
   const std::vector<Damage> damages = {
@@ -522,10 +522,30 @@ TEST_CASE("reconcile: fingerprints prove sound books, damage makes them differ a
        {"INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) VALUES "
         "('grant', 999999, NULL, 'init', 't', 0), ('grant', 0, NULL, 'init', 't', 0)"}},
       {"an activity's log row lost", "status_log", {"DELETE FROM status_log WHERE entity = 'activity'"}},
+      // (from the hostile review of the fingerprints)
+      {"two balances changed to cancel in a sum weighted by the keys' hashes", "ledger",
+       {"UPDATE ledger_account SET balance = balance + hashtextextended('u2', hashtextextended('coupon:thing', 0)) "
+        "WHERE user_id = 'u1'",
+        "UPDATE ledger_account SET balance = balance - hashtextextended('u1', hashtextextended('coupon:thing', 0)) "
+        "WHERE user_id = 'u2'"}},
+      // sound books: a channel is a ledger channel when it is one of the list, never by a pattern
+      // ('_' is a channel name's character); this grant of channel le_ger has no entry, rightly
+      {"a grant of a channel named like a pattern of the ledger's, without an entry", "",
+       {"DELETE FROM ledger_entry WHERE bill_no = $1", "UPDATE ledger_account SET balance = 0 WHERE user_id = 'u1'",
+        "UPDATE delivery_bill SET channel = 'le_ger' WHERE bill_no = $1",
+        "UPDATE grants SET channel = 'le_ger' WHERE bill_no = $1"}},
+      // sound books: a grant id near 2^63 (the status_log halves split at the middle of the ids)
+      {"a grant with the largest id", "",
+       {"INSERT INTO grants (id, record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, "
+        "created_at, updated_at) SELECT 9223372036854775807, 'Rbig', 'bbig', activity_id, prize_id, 'u7', amount, "
+        "cost_cents, 'invalid', created_at, updated_at FROM grants WHERE bill_no = $1",
+        "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, created_at) VALUES "
+        "('grant', 9223372036854775807, NULL, 'invalid', 't', 0)"}},
   };
   for (auto& d : damages) {
     const std::string what = d.what;
     CAPTURE(what);
+    if (!is_pg() && d.sql.front().find("hashtextextended") != std::string::npos) continue;  // (PostgreSQL's hash)
     TestDb db;
     db.migrate();
     db.expect_damage();
@@ -538,10 +558,15 @@ TEST_CASE("reconcile: fingerprints prove sound books, damage makes them differ a
         st->exec(q);
       }
     }
-    auto fast = parse(db.ok({"reconcile", "--dry-run", "-o", "json"}, 1));
-    auto exact = parse(db.ok({"reconcile", "--dry-run", "--exact", "-o", "json"}, 1));
+    const bool sound = std::string(d.check).empty();
+    auto fast = parse(db.ok({"reconcile", "--dry-run", "-o", "json"}, sound ? 0 : 1));
+    auto exact = parse(db.ok({"reconcile", "--dry-run", "--exact", "-o", "json"}, sound ? 0 : 1));
     INFO("fingerprints:\n" << dump(fast) << "exact:\n" << dump(exact));
     CHECK(fast.diffs == exact.diffs);
+    if (sound) {
+      CHECK(fast.diffs.empty());
+      continue;
+    }
     bool found = false;
     for (auto& x : fast.diffs) found = found || x["check"] == d.check;
     CHECK(found);
