@@ -91,7 +91,9 @@ const std::string kLedgerSqlite =
     "FROM grants g LEFT JOIN ledger_entry c ON c.bill_no = g.bill_no AND c.kind = 'credit' "
     "LEFT JOIN ledger_entry r ON r.bill_no = g.bill_no AND r.kind = 'reverse' "
     "WHERE g.activity_id IN " + kActIds +
-    " AND (instr(',' || CAST(:ledger AS TEXT) || ',', ',' || g.channel || ',') > 0 OR c.id IS NOT NULL OR "
+    // (a channel text holding a comma is no name of the list, as for PostgreSQL's = ANY)
+    " AND ((instr(',' || CAST(:ledger AS TEXT) || ',', ',' || g.channel || ',') > 0 AND instr(g.channel, ',') = 0) "
+    "OR c.id IS NOT NULL OR "
     "r.id IS NOT NULL) "
     "AND NOT ((g.state = 'success' AND c.id IS NOT NULL AND c.amount = g.amount AND r.id IS NULL) OR "
     "(g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL AND c.amount = g.amount AND r.amount = -c.amount) "

@@ -575,6 +575,34 @@ TEST_CASE("reconcile: fingerprints prove sound books, damage makes them differ a
   }
 }
 
+// A grant's channel is a ledger channel when it is one name of the list, on both dialects: a
+// channel text holding a comma (only damage makes one: a channel name holds none) is no name of it,
+// so this grant without an entry is not missing one.
+TEST_CASE("reconcile: a channel text with a comma is no ledger channel, on either dialect") {
+  TestDb db;
+  db.migrate();
+  db.expect_damage();
+  books(db);
+  auto st = db.open();
+  for (auto q : {"DELETE FROM ledger_entry WHERE bill_no = (SELECT bill_no FROM grants WHERE user_id = 'u1')",
+                 "UPDATE ledger_account SET balance = 0 WHERE user_id = 'u1'",
+                 "UPDATE grants SET channel = 'ledger,pts' WHERE user_id = 'u1'"})
+    st->exec(q);
+  namespace rec = rc::jobs::reconcile;
+  rec::Options o;
+  o.checks = {"ledger"};
+  o.ledger_channels = {"ledger", "pts"};
+  for (bool exact : {true, false}) {
+    CAPTURE(exact);
+    o.exact = exact;
+    auto diffs = rec::find_diffs(*st, o, 0);
+    std::string text;
+    for (auto& d : diffs) text += "\n  " + d.entity + " " + d.key + ": " + d.expected + " / " + d.actual;
+    INFO("diffs:" << text);
+    CHECK(diffs.empty());
+  }
+}
+
 // PostgreSQL shares the checks out to other connections that import the run's snapshot: damage
 // committed after the run's first check is seen by none of the later checks, whichever connection
 // performs them; the next run finds it. On SQLite (one connection) the same holds of its one read
