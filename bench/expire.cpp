@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/store/migrate.hpp"
-#include "jobs/expire.hpp"
+#include "jobs/expire/expire.hpp"
 
 using namespace rc;
 using Clk = std::chrono::steady_clock;

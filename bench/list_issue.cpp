@@ -23,7 +23,7 @@
 #include "core/activity/activity.hpp"
 #include "core/store/migrate.hpp"
 #include "raw_ledger.hpp"
-#include "jobs/list_issue.hpp"
+#include "jobs/list_issue/list_issue.hpp"
 
 using namespace rc;
 namespace li = rc::jobs::list_issue;

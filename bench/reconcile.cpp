@@ -31,7 +31,7 @@
 #include "core/activity/definition.hpp"
 #include "core/store/migrate.hpp"
 #include "core/store/store.hpp"
-#include "jobs/reconcile.hpp"
+#include "jobs/reconcile/reconcile.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "cli/formats.hpp"
 #include "core/activity/activity.hpp"
 #include "core/activity/read.hpp"
-#include "jobs/drill.hpp"
+#include "jobs/drill/drill.hpp"
 #include "util/hash.hpp"
 
 namespace rc::cli {

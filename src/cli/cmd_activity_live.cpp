@@ -9,8 +9,8 @@
 #include "core/activity/live.hpp"
 #include "core/identifier.hpp"
 #include "core/states.hpp"
-#include "jobs/import_rows.hpp"
-#include "jobs/input.hpp"
+#include "jobs/import/rows.hpp"
+#include "jobs/input/input.hpp"
 
 namespace rc::cli {
 namespace {

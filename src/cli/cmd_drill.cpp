@@ -7,7 +7,7 @@
 #include "cli/context.hpp"
 #include "core/activity/activity.hpp"
 #include "core/delivery/channel.hpp"
-#include "jobs/drill.hpp"
+#include "jobs/drill/drill.hpp"
 
 namespace rc::cli {
 namespace {

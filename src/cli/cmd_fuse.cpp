@@ -8,8 +8,8 @@
 #include "cli/job_common.hpp"
 #include "core/engine/engine.hpp"
 #include "core/states.hpp"
-#include "jobs/alert.hpp"
-#include "jobs/fuse.hpp"
+#include "jobs/runtime/alert.hpp"
+#include "jobs/fuse/fuse.hpp"
 
 namespace rc::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include "cli/time_flag.hpp"
 #include "cli/job_common.hpp"
 #include "core/identifier.hpp"
-#include "jobs/import_qualifications.hpp"
+#include "jobs/import/import_qualifications.hpp"
 
 namespace rc::cli {
 namespace {

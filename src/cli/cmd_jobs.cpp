@@ -2,9 +2,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/job_common.hpp"
-#include "jobs/expire.hpp"
-#include "jobs/job_log.hpp"
-#include "jobs/lease.hpp"
+#include "jobs/expire/expire.hpp"
+#include "jobs/runtime/job_log.hpp"
+#include "jobs/runtime/lease.hpp"
 
 namespace rc::cli {
 namespace {

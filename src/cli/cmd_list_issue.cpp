@@ -8,7 +8,7 @@
 #include "cli/engine_setup.hpp"
 #include "cli/job_common.hpp"
 #include "core/states.hpp"
-#include "jobs/list_issue.hpp"
+#include "jobs/list_issue/list_issue.hpp"
 
 namespace rc::cli {
 

@@ -9,8 +9,8 @@
 
 #include "cli/job_common.hpp"
 #include "core/delivery/channel.hpp"
-#include "jobs/alert.hpp"
-#include "jobs/reconcile.hpp"
+#include "jobs/runtime/alert.hpp"
+#include "jobs/reconcile/reconcile.hpp"
 
 namespace rc::cli {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "cli/context.hpp"
 #include "cli/time_flag.hpp"
-#include "jobs/report.hpp"
-#include "jobs/report_html.hpp"
+#include "jobs/report/report.hpp"
+#include "jobs/report/html.hpp"
 #include "util/atomic_file.hpp"
 
 namespace rc::cli {

@@ -5,7 +5,7 @@
 #include "cli/engine_setup.hpp"
 #include "core/states.hpp"
 #include "cli/job_common.hpp"
-#include "jobs/resend.hpp"
+#include "jobs/resend/resend.hpp"
 
 namespace rc::cli {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "jobs/alert.hpp"
+#include "jobs/runtime/alert.hpp"
 
 namespace rc::cli {
 

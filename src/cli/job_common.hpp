@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/context.hpp"
-#include "jobs/runner.hpp"
+#include "jobs/runtime/runner.hpp"
 
 namespace rc::cli {
 

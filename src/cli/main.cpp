@@ -12,11 +12,11 @@
 #include "cli/logging.hpp"
 #include "cli/output.hpp"
 #include "core/interrupt.hpp"
-#include "jobs/drill_workers.hpp"
+#include "jobs/drill/workers.hpp"
 
 int main(int argc, char** argv) {
   using namespace rc;
-  // drill's worker processes (jobs/drill_workers.hpp): internal, not a command, not in --help
+  // drill's worker processes (jobs/drill/workers.hpp): internal, not a command, not in --help
   if (argc == 2 && std::string(argv[1]) == "__drill-worker") return jobs::drill::worker_main();
   // Display widths (wcswidth) need a UTF-8 character type; nothing else depends on the locale.
   std::setlocale(LC_CTYPE, "C.UTF-8");

@@ -2,7 +2,7 @@
 // Alerts that survive a crash (a transactional outbox, sql/0011_alert_outbox.sql).
 //
 // An alert reports a change: a budget ladder step going up (engine/budget_ladder.hpp), a fuse trip
-// (jobs/fuse.hpp). It is queued with queue_alert in the transaction that makes that change, so the
+// (jobs/fuse/fuse.hpp). It is queued with queue_alert in the transaction that makes that change, so the
 // change and its alert commit together or not at all. After the commit the process that made it
 // posts it (deliver_alert); a process killed in between leaves it pending, and `fuse-scan` posts
 // what is still pending after a grace period (deliver_pending). Delivery is at least once: the

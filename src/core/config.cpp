@@ -181,7 +181,7 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
     }
     s.config_path = path;
     const auto& t = s.file;
-    std::set<std::string> top{"channels", "alerts"};  // checked by parse_channels and alert.cpp
+    std::set<std::string> top{"channels", "alerts"};  // checked by parse_channels and jobs/runtime/alert.cpp
     for (auto& [sec, keys] : sections()) top.insert(sec);
     check_keys(path, t, "", top);
     for (auto& sec : top) {

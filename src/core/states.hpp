@@ -32,12 +32,12 @@ enum class GrantState {
   reversed,
   cancelled,
 };
-// qualification.status (core/engine/qualification.cpp, jobs/import_revoke.cpp, jobs/expire.cpp).
+// qualification.status (core/engine/qualification.cpp, jobs/import/revoke.cpp, jobs/expire/expire.cpp).
 enum class QualificationStatus { unused, used, revoked, expired };
 // delivery_bill.state (core/engine/bill.cpp): a record of attempts, not logged. abandoned: `resend
-// abandon` gave the grant up (jobs/resend.cpp).
+// abandon` gave the grant up (jobs/resend/resend.cpp).
 enum class BillState { sending, success, failed, awaiting_external, retryable, unknown, abandoned };
-// resend_bill.state (core/engine/resend.cpp, jobs/resend.cpp).
+// resend_bill.state (core/engine/resend.cpp, jobs/resend/resend.cpp).
 enum class ResendState { pending, manual, done };
 // list_batch.state and list_item.state (jobs/list_issue*.cpp).
 enum class ListBatchState { planned, approved, running, done, cancelled };
@@ -48,7 +48,7 @@ enum class ChangeRequestState { proposed, applied, rejected };
 enum class FuseEventState { tripped, released };
 // alert_outbox.state (core/alert_outbox.cpp).
 enum class AlertState { pending, sent, skipped, failed };
-// import_run.state (jobs/import_qualifications.cpp).
+// import_run.state (jobs/import/import_qualifications.cpp).
 enum class ImportRunState { running, done };
 // outbox.state (core/engine/deliver*.cpp, completion.cpp): the hand-over to an external system, not logged.
 enum class OutboxState { pending, done, failed };

@@ -1,6 +1,6 @@
 #include "support/harness.hpp"
 
-#include "jobs/reconcile.hpp"
+#include "jobs/reconcile/reconcile.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "jobs/import_rows.hpp"
-#include "jobs/reject_limit.hpp"
-#include "jobs/rejects_writer.hpp"
+#include "jobs/import/rows.hpp"
+#include "jobs/input/reject_limit.hpp"
+#include "jobs/input/rejects_writer.hpp"
 #include "util/bloom.hpp"
 
 using namespace rc::jobs::import;

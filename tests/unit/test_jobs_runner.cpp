@@ -1,5 +1,5 @@
-// jobs/runner.cpp parse_duration_ms, jobs/job_table.cpp, jobs/lease.cpp (SQLite lock file),
-// core/engine/resend.cpp resend_delay_ms, jobs/metrics.cpp.
+// jobs/runtime/runner.cpp parse_duration_ms, jobs/runtime/job_table.cpp, jobs/runtime/lease.cpp (SQLite lock file),
+// core/engine/resend.cpp resend_delay_ms, jobs/runtime/metrics.cpp.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "core/engine/resend.hpp"
-#include "jobs/job_table.hpp"
-#include "jobs/lease.hpp"
-#include "jobs/metrics.hpp"
-#include "jobs/runner.hpp"
+#include "jobs/runtime/job_table.hpp"
+#include "jobs/runtime/lease.hpp"
+#include "jobs/runtime/metrics.hpp"
+#include "jobs/runtime/runner.hpp"
 
 using namespace rc;
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "jobs/progress.hpp"
+#include "jobs/runtime/progress.hpp"
 
 using rc::jobs::Progress;
 using rc::jobs::ProgressMode;

@@ -2,8 +2,8 @@
 // escaping and page shape of report, the bucket flag.
 #include <doctest/doctest.h>
 
-#include "jobs/drill_internal.hpp"
-#include "jobs/report_html.hpp"
+#include "jobs/drill/internal.hpp"
+#include "jobs/report/html.hpp"
 #include "core/zone_day.hpp"
 
 using namespace rc::jobs;

@@ -7,7 +7,7 @@
 // answer is `held` with its record code; a retry with the same biz_id returns the same held grant
 // (rule 1).
 //
-// The operator decides per event (jobs/fuse.hpp):
+// The operator decides per event (jobs/fuse/fuse.hpp):
 //   release (false alarm)  each held grant goes through the common flow again (activity, qualification,
 //                          limit, selection, budget, stock: steps 2-8, the same code as a claim) inside
 //                          one transaction that also moves it pending -> init, then it is delivered;
