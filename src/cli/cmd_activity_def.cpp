@@ -23,7 +23,7 @@ namespace {
 struct {
   std::string kind, file, code, start, end;
   int64_t days = 0;
-} opt;
+} activity_def_opt;
 
 std::string kinds() {
   std::string s;
@@ -72,44 +72,44 @@ std::string written(Millis t, const std::string& zone, const std::string& flag) 
 // A template made usable without an editor: --code, and a window from --start (or now) to --end or
 // --start + --days, written in the template's time zone.
 std::string fill_template(std::string text, Millis now) {
-  if (!opt.code.empty()) {
+  if (!activity_def_opt.code.empty()) {
     static const std::regex code_re("[a-z0-9_-]{1,64}");
-    if (!std::regex_match(opt.code, code_re))
-      throw Error(Errc::usage, "--code '" + excerpt(opt.code) + "' (" + std::to_string(opt.code.size()) +
+    if (!std::regex_match(activity_def_opt.code, code_re))
+      throw Error(Errc::usage, "--code '" + excerpt(activity_def_opt.code) + "' (" + std::to_string(activity_def_opt.code.size()) +
                                    " bytes): use 1 to 64 of a-z 0-9 _ -");
-    text = with_value(text, "code", opt.code);
+    text = with_value(text, "code", activity_def_opt.code);
   }
-  if (opt.start.empty() && opt.end.empty() && opt.days == 0) return text;
-  if (!opt.end.empty() && opt.days > 0) throw Error(Errc::usage, "give --end or --days, not both");
+  if (activity_def_opt.start.empty() && activity_def_opt.end.empty() && activity_def_opt.days == 0) return text;
+  if (!activity_def_opt.end.empty() && activity_def_opt.days > 0) throw Error(Errc::usage, "give --end or --days, not both");
   std::string zone = template_value(text, "timezone");
-  Millis start = opt.start.empty() ? parse_time_flag("--start", template_value(text, "start"), now)
-                                   : parse_time_flag("--start", opt.start, now);
-  Millis end = opt.days > 0     ? start + opt.days * 86400000LL
-               : opt.end.empty() ? parse_time_flag("--end", template_value(text, "end"), now)
-                                 : parse_time_flag("--end", opt.end, now);
+  Millis start = activity_def_opt.start.empty() ? parse_time_flag("--start", template_value(text, "start"), now)
+                                   : parse_time_flag("--start", activity_def_opt.start, now);
+  Millis end = activity_def_opt.days > 0     ? start + activity_def_opt.days * 86400000LL
+               : activity_def_opt.end.empty() ? parse_time_flag("--end", template_value(text, "end"), now)
+                                 : parse_time_flag("--end", activity_def_opt.end, now);
   if (end <= start)
     throw Error(Errc::usage, "the window is empty: end " + format_in_zone(end, zone) + " is not after start " +
                                  format_in_zone(start, zone) + " (give a later --end, or --days)");
   text = with_value(text, "start", written(start, zone, "--start"));
-  return with_value(text, "end", written(end, zone, opt.days > 0 ? "--days" : "--end"));
+  return with_value(text, "end", written(end, zone, activity_def_opt.days > 0 ? "--days" : "--end"));
 }
 
 Exit run_new(Ctx& ctx) {
   for (auto& t : embedded::templates())
-    if (t.kind == opt.kind) {
+    if (t.kind == activity_def_opt.kind) {
       std::string text = fill_template(t.text, ctx.now());
       if (ctx.out.json_mode()) ctx.out.record({{"kind", t.kind}, {"template", text}});
       else std::cout << text;
       return Exit::ok;
     }
-  throw Error(Errc::usage, "unknown activity kind '" + opt.kind + "': choose one of " + kinds());
+  throw Error(Errc::usage, "unknown activity kind '" + activity_def_opt.kind + "': choose one of " + kinds());
 }
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string pad_bytes(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 Exit run_lint(Ctx& ctx) {
-  std::string source = opt.file == "-" ? "<stdin>" : opt.file;
-  std::string text = read_input_file(opt.file);
+  std::string source = activity_def_opt.file == "-" ? "<stdin>" : activity_def_opt.file;
+  std::string text = read_input_file(activity_def_opt.file);
   auto r = activity::review_definition(text, source, lint_context(ctx));
   // errors first, then warnings, then infos; within each, in file order
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const activity::Finding& a, const activity::Finding& b) {
@@ -143,8 +143,8 @@ Exit run_lint(Ctx& ctx) {
     }
     for (size_t i = 0; i < r.findings.size(); ++i) {
       auto& f = r.findings[i];
-      std::cout << pad(where[i], ww) << " " << pad(activity::severity_name(f.severity), 7) << "  " << pad(f.code, cw)
-                << "  " << pad(f.path.empty() ? "-" : f.path, pw) << "  " << printable(f.message) << "\n";
+      std::cout << pad_bytes(where[i], ww) << " " << pad_bytes(activity::severity_name(f.severity), 7) << "  " << pad_bytes(f.code, cw)
+                << "  " << pad_bytes(f.path.empty() ? "-" : f.path, pw) << "  " << printable(f.message) << "\n";
     }
     auto n = [](int k, const char* one) { return std::to_string(k) + " " + one + (k == 1 ? "" : "s"); };
     std::cout << source << ": " << n(errors, "error") << ", " << n(warnings, "warning") << ", " << n(infos, "info")
@@ -158,15 +158,15 @@ Exit run_lint(Ctx& ctx) {
 void register_activity_def(CLI::App& app, Ctx& ctx) {
   auto* g = activity_group(app);
   auto* n = g->add_subcommand("new", "Print a commented definition template for a kind (direct, lottery, redpack)");
-  n->add_option("--kind", opt.kind, "direct, lottery or redpack")->required();
-  n->add_option("--code", opt.code, "Activity code to write into the template");
-  n->add_option("--start", opt.start, "Start of the window: a time with an offset, or now");
-  n->add_option("--end", opt.end, "End of the window: a time with an offset");
-  n->add_option("--days", opt.days, "End the window this many days after the start")
+  n->add_option("--kind", activity_def_opt.kind, "direct, lottery or redpack")->required();
+  n->add_option("--code", activity_def_opt.code, "Activity code to write into the template");
+  n->add_option("--start", activity_def_opt.start, "Start of the window: a time with an offset, or now");
+  n->add_option("--end", activity_def_opt.end, "End of the window: a time with an offset");
+  n->add_option("--days", activity_def_opt.days, "End the window this many days after the start")
       ->check(CLI::Range(int64_t(1), int64_t(36600)));
   n->callback([&ctx] { ctx.action = [&ctx] { return run_new(ctx); }; });
   auto* l = g->add_subcommand("lint", "Review a definition file without a database; exit 1 when any finding is an error");
-  l->add_option("FILE", opt.file, "The definition (TOML); - reads standard input")->required();
+  l->add_option("FILE", activity_def_opt.file, "The definition (TOML); - reads standard input")->required();
   l->callback([&ctx] { ctx.action = [&ctx] { return run_lint(ctx); }; });
 }
 

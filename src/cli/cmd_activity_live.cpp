@@ -5,6 +5,7 @@
 
 #include "cli/context.hpp"
 #include "cli/engine_setup.hpp"
+#include "cli/wiring.hpp"
 #include "core/alert_outbox.hpp"
 #include "core/activity/live.hpp"
 #include "core/identifier.hpp"
@@ -22,17 +23,17 @@ struct {
   std::vector<std::string> users;
   int64_t add = 0, remove = 0, raise = 0, set = -1, id = 0;
   bool dry_run = false;
-} opt;
+} activity_live_opt;
 
-activity::Actor actor(Ctx& ctx) { return {ctx.settings.operator_name, opt.dry_run}; }
+activity::Actor live_actor(Ctx& ctx) { return {ctx.settings.operator_name, activity_live_opt.dry_run}; }
 
 // The users named on the command line and in -f FILE (a CSV with a user_id column, the rules of
 // import-qualifications). Any invalid one refuses the whole command, naming it (FILE:LINE for the file).
 std::vector<std::string> users() {
   std::vector<std::string> out;
-  for (auto& u : opt.users) out.push_back(require_identifier(u, IdKind::user, "USER"));
-  if (!opt.file.empty()) {
-    auto in = jobs::import::open_input(opt.file);
+  for (auto& u : activity_live_opt.users) out.push_back(require_identifier(u, IdKind::user, "USER"));
+  if (!activity_live_opt.file.empty()) {
+    auto in = jobs::import::open_input(activity_live_opt.file);
     auto h = jobs::import::read_header(*in->reader);
     csv::Record rec;
     std::string uid, ext;
@@ -88,7 +89,7 @@ Exit change_with_alert(Ctx& ctx, const std::function<live::Change(store::Store&)
 Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
   auto us = users();
   auto st = ctx.open_store();
-  auto r = live::change_user_list(*st, opt.code, list, add, us, actor(ctx), ctx.now());
+  auto r = live::change_user_list(*st, activity_live_opt.code, list, add, us, live_actor(ctx), ctx.now());
   spdlog::info("{}{} list of {}: {} {} of {} user(s)", r.dry_run ? "dry run: " : "", r.list, r.code,
                add ? "added" : "removed", r.changed, r.requested);
   ctx.out.record({{"activity", r.code}, {"list", r.list}, {"op", r.op}, {"requested", r.requested},
@@ -97,29 +98,24 @@ Exit run_list_change(Ctx& ctx, live::UserList list, bool add) {
 }
 
 Exit run_stock(Ctx& ctx) {
-  if ((opt.add > 0) == (opt.remove > 0)) throw Error(Errc::usage, "activity stock needs exactly one of --add N or --remove N");
-  check_text(opt.reason, "--reason", kMaxReasonBytes, true);
-  live::ChangeSpec c{opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, opt.code, opt.prize,
-                     opt.add > 0 ? opt.add : opt.remove, opt.reason};
+  if ((activity_live_opt.add > 0) == (activity_live_opt.remove > 0)) throw Error(Errc::usage, "activity stock needs exactly one of --add N or --remove N");
+  check_text(activity_live_opt.reason, "--reason", kMaxReasonBytes, true);
+  live::ChangeSpec c{activity_live_opt.add > 0 ? live::ChangeKind::stock_add : live::ChangeKind::stock_remove, activity_live_opt.code, activity_live_opt.prize,
+                     activity_live_opt.add > 0 ? activity_live_opt.add : activity_live_opt.remove, activity_live_opt.reason};
   return change_with_alert(
-      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, actor(ctx), ctx.now()); });
+      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, live_actor(ctx), ctx.now()); });
 }
 
 Exit run_budget(Ctx& ctx) {
-  if ((opt.raise > 0) == (opt.set >= 0))
+  if ((activity_live_opt.raise > 0) == (activity_live_opt.set >= 0))
     throw Error(Errc::usage, "activity budget needs exactly one of --raise CENTS or --set CENTS");
-  check_text(opt.reason, "--reason", kMaxReasonBytes, true);
-  live::ChangeSpec c{opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, opt.code, "",
-                     opt.raise > 0 ? opt.raise : opt.set, opt.reason};
+  check_text(activity_live_opt.reason, "--reason", kMaxReasonBytes, true);
+  live::ChangeSpec c{activity_live_opt.raise > 0 ? live::ChangeKind::budget_raise : live::ChangeKind::budget_set, activity_live_opt.code, "",
+                     activity_live_opt.raise > 0 ? activity_live_opt.raise : activity_live_opt.set, activity_live_opt.reason};
   return change_with_alert(
-      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, actor(ctx), ctx.now()); });
+      ctx, [&](store::Store& st) { return live::request(st, c, ctx.settings.review_required, live_actor(ctx), ctx.now()); });
 }
 
-template <class F>
-void on(CLI::App* c, Ctx& ctx, F f) {
-  c->callback([&ctx, f] { ctx.action = [&ctx, f] { return f(ctx); }; });
-}
-void add_dry_run(CLI::App* c) { c->add_flag("--dry-run", opt.dry_run, "Check and report what would change; write nothing"); }
 
 }  // namespace
 
@@ -133,43 +129,43 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
                    ->require_subcommand(1);
     for (bool add : {true, false}) {
       auto* c = lg->add_subcommand(add ? "add" : "remove", add ? "Add users to the list" : "Remove users from the list");
-      c->add_option("CODE", opt.code, "Activity code")->required();
-      c->add_option("USER", opt.users, "User ids");
-      c->add_option("-f,--file", opt.file, "CSV file with a user_id column (the rules of import-qualifications); - reads standard input");
-      add_dry_run(c);
+      c->add_option("CODE", activity_live_opt.code, "Activity code")->required();
+      c->add_option("USER", activity_live_opt.users, "User ids");
+      c->add_option("-f,--file", activity_live_opt.file, "CSV file with a user_id column (the rules of import-qualifications); - reads standard input");
+      add_dry_run(c, activity_live_opt.dry_run);
       on(c, ctx, [list, add](Ctx& cx) { return run_list_change(cx, list, add); });
     }
   }
 
   auto* stock = g->add_subcommand("stock", "Add stock to a running prize (spread over its buckets) or remove what is left");
-  stock->add_option("CODE", opt.code, "Activity code")->required();
-  stock->add_option("--prize", opt.prize, "Prize code")->required();
-  stock->add_option("--add", opt.add, "Units to add (a cash or costly prize needs a second operator when review.required)")
+  stock->add_option("CODE", activity_live_opt.code, "Activity code")->required();
+  stock->add_option("--prize", activity_live_opt.prize, "Prize code")->required();
+  stock->add_option("--add", activity_live_opt.add, "Units to add (a cash or costly prize needs a second operator when review.required)")
       ->check(CLI::Range(int64_t(1), INT64_MAX));
-  stock->add_option("--remove", opt.remove, "Units to remove; never more than what is left")->check(CLI::Range(int64_t(1), INT64_MAX));
-  stock->add_option("--reason", opt.reason, "Why (recorded)")->required();
-  add_dry_run(stock);
+  stock->add_option("--remove", activity_live_opt.remove, "Units to remove; never more than what is left")->check(CLI::Range(int64_t(1), INT64_MAX));
+  stock->add_option("--reason", activity_live_opt.reason, "Why (recorded)")->required();
+  add_dry_run(stock, activity_live_opt.dry_run);
   on(stock, ctx, run_stock);
 
   auto* budget = g->add_subcommand("budget", "Raise the authorised budget of a running activity, or set it (never below consumed)");
-  budget->add_option("CODE", opt.code, "Activity code")->required();
-  budget->add_option("--raise", opt.raise, "Cents to authorise on top (a second operator approves when review.required)")
+  budget->add_option("CODE", activity_live_opt.code, "Activity code")->required();
+  budget->add_option("--raise", activity_live_opt.raise, "Cents to authorise on top (a second operator approves when review.required)")
       ->check(CLI::Range(int64_t(1), INT64_MAX));
-  budget->add_option("--set", opt.set, "Authorised budget in cents; refused below what is consumed")
+  budget->add_option("--set", activity_live_opt.set, "Authorised budget in cents; refused below what is consumed")
       ->check(CLI::Range(int64_t(0), INT64_MAX));
-  budget->add_option("--reason", opt.reason, "Why (recorded)")->required();
-  add_dry_run(budget);
+  budget->add_option("--reason", activity_live_opt.reason, "Why (recorded)")->required();
+  add_dry_run(budget, activity_live_opt.dry_run);
   on(budget, ctx, run_budget);
 
   auto* ch = g->add_subcommand("change", "Changes to stock and budget: list, approve, reject")->require_subcommand(1);
   auto* cl = ch->add_subcommand("list", "Every change, newest first");
-  cl->add_option("--activity", opt.code, "Only changes of this activity");
-  cl->add_option("--state", opt.state, "Only changes in this state")->check(CLI::IsMember(all_names<ChangeRequestState>()));
+  cl->add_option("--activity", activity_live_opt.code, "Only changes of this activity");
+  cl->add_option("--state", activity_live_opt.state, "Only changes in this state")->check(CLI::IsMember(all_names<ChangeRequestState>()));
   on(cl, ctx, [](Ctx& c) {
     auto st = c.open_store();
     std::optional<std::string> code, state;
-    if (!opt.code.empty()) code = opt.code;
-    if (!opt.state.empty()) state = opt.state;
+    if (!activity_live_opt.code.empty()) code = activity_live_opt.code;
+    if (!activity_live_opt.state.empty()) state = activity_live_opt.state;
     std::vector<json> rows;
     for (auto& x : live::list(*st, code, state)) rows.push_back(change_json(x));
     c.out.rows({{"id", "ID"}, {"activity", "ACTIVITY"}, {"kind", "KIND"}, {"prize", "PRIZE"}, {"amount", "AMOUNT"},
@@ -179,19 +175,19 @@ void register_activity_live(CLI::App& app, Ctx& ctx) {
     return Exit::ok;
   });
   auto* ca = ch->add_subcommand("approve", "Approve a proposed change (not by its proposer); it applies at once");
-  ca->add_option("ID", opt.id, "Change id (from activity change list)")->required();
-  add_dry_run(ca);
+  ca->add_option("ID", activity_live_opt.id, "Change id (from activity change list)")->required();
+  add_dry_run(ca, activity_live_opt.dry_run);
   on(ca, ctx, [](Ctx& c) {
-    return change_with_alert(c, [&](store::Store& st) { return live::approve(st, opt.id, actor(c), c.now()); });
+    return change_with_alert(c, [&](store::Store& st) { return live::approve(st, activity_live_opt.id, live_actor(c), c.now()); });
   });
   auto* cr = ch->add_subcommand("reject", "Reject a proposed change");
-  cr->add_option("ID", opt.id, "Change id")->required();
-  cr->add_option("--reason", opt.reason, "Why (recorded)")->required();
-  add_dry_run(cr);
+  cr->add_option("ID", activity_live_opt.id, "Change id")->required();
+  cr->add_option("--reason", activity_live_opt.reason, "Why (recorded)")->required();
+  add_dry_run(cr, activity_live_opt.dry_run);
   on(cr, ctx, [](Ctx& c) {
-    check_text(opt.reason, "--reason", kMaxReasonBytes, true);
+    check_text(activity_live_opt.reason, "--reason", kMaxReasonBytes, true);
     auto st = c.open_store();
-    return print_change(c, live::reject(*st, opt.id, opt.reason, actor(c), c.now()));
+    return print_change(c, live::reject(*st, activity_live_opt.id, activity_live_opt.reason, live_actor(c), c.now()));
   });
 }
 

@@ -12,7 +12,7 @@ namespace {
 struct {
   std::string code;
   int64_t from = 0, to = 0;  // 0: the default
-} opt;
+} activity_version_opt;
 
 json side_json(const activity::VersionSide& s) {
   return {{"version", s.version}, {"state", s.state}, {"definition_hash", s.hash}};
@@ -20,8 +20,8 @@ json side_json(const activity::VersionSide& s) {
 
 Exit run_diff(Ctx& ctx) {
   auto st = ctx.open_store();
-  auto d = activity::diff_versions(*st, opt.code, opt.from ? std::optional<int64_t>(opt.from) : std::nullopt,
-                                   opt.to ? std::optional<int64_t>(opt.to) : std::nullopt);
+  auto d = activity::diff_versions(*st, activity_version_opt.code, activity_version_opt.from ? std::optional<int64_t>(activity_version_opt.from) : std::nullopt,
+                                   activity_version_opt.to ? std::optional<int64_t>(activity_version_opt.to) : std::nullopt);
   std::vector<json> rows;
   for (auto& c : d.changes)
     rows.push_back({{"section", c.section}, {"key", c.key}, {"change", c.change}, {"field", c.field},
@@ -45,9 +45,9 @@ void register_activity_version(CLI::App& app, Ctx& ctx) {
   auto* g = activity_group(app);
   auto* diff = g->add_subcommand(
       "diff", "What changes between two definition versions (default: the running one -> the one in review)");
-  diff->add_option("CODE", opt.code, "Activity code")->required();
-  diff->add_option("--from", opt.from, "Older version (default: the running one)")->check(CLI::Range(int64_t(1), INT64_MAX));
-  diff->add_option("--to", opt.to, "Newer version (default: the one in review)")->check(CLI::Range(int64_t(1), INT64_MAX));
+  diff->add_option("CODE", activity_version_opt.code, "Activity code")->required();
+  diff->add_option("--from", activity_version_opt.from, "Older version (default: the running one)")->check(CLI::Range(int64_t(1), INT64_MAX));
+  diff->add_option("--to", activity_version_opt.to, "Newer version (default: the one in review)")->check(CLI::Range(int64_t(1), INT64_MAX));
   diff->callback([&ctx] { ctx.action = [&ctx] { return run_diff(ctx); }; });
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 struct {
   bool dry_run = false;
-} opt;
+} db_opt;
 
 json status_json(const std::string& where, const std::string& dialect, const store::SchemaStatus& st, bool exists) {
   json applied = json::array();
@@ -25,8 +25,9 @@ json status_json(const std::string& where, const std::string& dialect, const sto
           {"latest_version", st.latest},
           {"pending", st.pending},
           {"modified", st.modified},
+          {"functions_stale", st.functions_stale},
           {"applied", applied},
-          {"state", st.newer() ? "newer" : st.pending.empty() ? "current" : "pending"}};
+          {"state", st.newer() ? "newer" : st.up_to_date() ? "current" : "pending"}};
 }
 
 Exit run_status(Ctx& ctx) {
@@ -53,16 +54,18 @@ Exit run_status(Ctx& ctx) {
   if (!ctx.out.json_mode()) {
     if (st.newer()) ctx.out.text("the schema is newer than this rewardctl: upgrade rewardctl");
     else if (!st.pending.empty()) ctx.out.text("run `rewardctl db migrate` to apply the pending migrations");
+    else if (!st.functions_stale.empty())
+      ctx.out.text("run `rewardctl db migrate` to bring the stored functions up to date");
   }
   for (auto& m : st.modified) spdlog::warn("migration {} was changed after it was applied", m);
   return st.up_to_date() ? Exit::ok : Exit::findings;
 }
 
 Exit run_migrate(Ctx& ctx) {
-  if (opt.dry_run) {
+  if (db_opt.dry_run) {
     auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
     struct stat sb;
-    std::vector<std::string> pending;
+    std::vector<std::string> pending, functions;
     std::string where = "sqlite:" + dsn.target;
     if (dsn.dialect == store::Dialect::sqlite && ::stat(dsn.target.c_str(), &sb) != 0) {
       for (auto& m : embedded::migrations())
@@ -72,17 +75,21 @@ Exit run_migrate(Ctx& ctx) {
       auto st = store::schema_status(*s);
       if (st.newer()) store::require_current_schema(*s);
       pending = st.pending;
+      functions = st.functions_stale;
       where = s->describe();
     }
-    ctx.out.record({{"database", where}, {"dry_run", true}, {"would_apply", pending}});
+    ctx.out.record({{"database", where}, {"dry_run", true}, {"would_apply", pending}, {"would_run_functions", functions}});
     return Exit::ok;
   }
   auto s = ctx.open_store_unchecked(true);
-  auto applied = store::migrate(*s, ctx.now());
+  std::vector<std::string> functions;
+  auto applied = store::migrate(*s, ctx.now(), &functions);
   auto st = store::schema_status(*s);
   for (auto& a : applied) spdlog::info("applied migration {}", a);
-  if (applied.empty()) spdlog::info("schema already current at version {}", st.current);
-  ctx.out.record({{"database", s->describe()}, {"applied", applied}, {"current_version", st.current}});
+  for (auto& f : functions) spdlog::info("ran stored function source {}", f);
+  if (applied.empty() && functions.empty()) spdlog::info("schema already current at version {}", st.current);
+  ctx.out.record({{"database", s->describe()}, {"applied", applied}, {"functions", functions},
+                  {"current_version", st.current}});
   return Exit::ok;
 }
 
@@ -91,7 +98,7 @@ Exit run_migrate(Ctx& ctx) {
 void register_db(CLI::App& app, Ctx& ctx) {
   auto* db = app.add_subcommand("db", "Database schema: migrate, status")->require_subcommand(1);
   auto* migrate = db->add_subcommand("migrate", "Create the database if needed and apply pending migrations");
-  migrate->add_flag("--dry-run", opt.dry_run, "List the migrations that would be applied; change nothing");
+  migrate->add_flag("--dry-run", db_opt.dry_run, "List the migrations that would be applied; change nothing");
   migrate->callback([&ctx] { ctx.action = [&ctx] { return run_migrate(ctx); }; });
   auto* status = db->add_subcommand("status", "Show the schema version; exit 1 while migrations are pending");
   status->callback([&ctx] { ctx.action = [&ctx] { return run_status(ctx); }; });

@@ -21,40 +21,40 @@ struct {
   int64_t draws = 100'000;
   double peak_seconds = 2.0;
   bool dry_run = false;
-} opt;
+} drill_opt;
 CLI::Option* peak_opt = nullptr;
 CLI::Option* scratch_opt = nullptr;
 
 Exit run_drill(Ctx& ctx) {
-  if (opt.activity.empty() == opt.file.empty())
+  if (drill_opt.activity.empty() == drill_opt.file.empty())
     throw Error(Errc::usage, "drill needs an ACTIVITY or -f FILE (one of them)");
-  if (peak_opt->count() && !(std::isfinite(opt.peak_qps) && opt.peak_qps > 0 && opt.peak_qps <= 1e12))
+  if (peak_opt->count() && !(std::isfinite(drill_opt.peak_qps) && drill_opt.peak_qps > 0 && drill_opt.peak_qps <= 1e12))
     throw Error(Errc::usage, "--peak-qps must be a number of claims per second above 0 (at most 1e12)");
-  if (scratch_opt->count() && opt.scratch.empty()) throw Error(Errc::usage, "--scratch-db is empty");
+  if (scratch_opt->count() && drill_opt.scratch.empty()) throw Error(Errc::usage, "--scratch-db is empty");
   auto live = ctx.open_store();  // the run is recorded here; a drill never writes anything else to it
-  if (!opt.dry_run)  // a role that cannot record the run finds out now, not after the drill
+  if (!drill_opt.dry_run)  // a role that cannot record the run finds out now, not after the drill
     live->transact(store::TxMode::write, [](store::Tx& tx) {
       tx.exec("INSERT INTO drill_run (activity_code, definition_hash, passed, checks, scratch, operator, started_at, "
               "finished_at) VALUES ('probe', 'probe', 0, '[]', '', '', 0, 0)");
       tx.rollback_only();
     });
   std::string text, source;
-  if (!opt.file.empty()) {
-    text = read_input_file(opt.file);
-    source = opt.file == "-" ? "<stdin>" : opt.file;
+  if (!drill_opt.file.empty()) {
+    text = read_input_file(drill_opt.file);
+    source = drill_opt.file == "-" ? "<stdin>" : drill_opt.file;
   } else {
-    text = activity::get(live->autocommit(), opt.activity).definition;
-    source = "activity " + opt.activity;
+    text = activity::get(live->autocommit(), drill_opt.activity).definition;
+    source = "activity " + drill_opt.activity;
   }
   const activity::Definition def = reviewed_definition(ctx, text, source);
   dr::Options o;
   o.text = text;
   o.source = source;
-  o.workers = opt.workers;
-  if (peak_opt->count()) o.peak_qps = opt.peak_qps;
-  o.lottery_draws = opt.draws;
-  o.peak_seconds = opt.peak_seconds;
-  o.scratch_url = opt.scratch;
+  o.workers = drill_opt.workers;
+  if (peak_opt->count()) o.peak_qps = drill_opt.peak_qps;
+  o.lottery_draws = drill_opt.draws;
+  o.peak_seconds = drill_opt.peak_seconds;
+  o.scratch_url = drill_opt.scratch;
   o.live_url = ctx.settings.db_url;
   o.live = live.get();
   o.operator_name = ctx.settings.operator_name;
@@ -67,7 +67,7 @@ Exit run_drill(Ctx& ctx) {
   };
   dr::Report rep = dr::run(def, o, ctx.now());
   rep.finished_at = ctx.now();
-  const int64_t run_id = opt.dry_run ? 0 : dr::store_run(*live, rep, ctx.settings.operator_name);
+  const int64_t run_id = drill_opt.dry_run ? 0 : dr::store_run(*live, rep, ctx.settings.operator_name);
   std::vector<json> rows;
   for (auto& c : rep.checks)
     rows.push_back({{"check", c.name}, {"result", c.result}, {"detail", c.detail}, {"figures", c.figures}});
@@ -81,7 +81,7 @@ Exit run_drill(Ctx& ctx) {
   for (auto& c : rep.checks) failed += c.result == "fail";
   ctx.out.record({{"type", "drill"}, {"run", run_id ? json(run_id) : json(nullptr)}, {"activity", rep.code},
                   {"definition_hash", rep.hash}, {"passed", rep.passed()}, {"failed", failed},
-                  {"scratch", rep.scratch}, {"dry_run", opt.dry_run}});
+                  {"scratch", rep.scratch}, {"dry_run", drill_opt.dry_run}});
   if (rep.passed())
     spdlog::info("drill {}: passed{}", rep.code, run_id ? " (run " + std::to_string(run_id) + ")" : " (dry run: not recorded)");
   else
@@ -94,19 +94,19 @@ Exit run_drill(Ctx& ctx) {
 void register_drill(CLI::App& app, Ctx& ctx) {
   auto* d = app.add_subcommand("drill", "Rehearse an activity in a scratch database: oversell, idempotency, limits, "
                                         "budget, lottery, fuse, expiry, peak, reconcile; exit 1 on any failed check");
-  d->add_option("ACTIVITY", opt.activity, "A stored activity's code (or give -f FILE)");
-  d->add_option("-f,--file", opt.file, "A definition file not yet created ('-' for standard input)");
-  d->add_option("--workers", opt.workers, "Concurrent worker processes of the concurrency checks, 2 to 256 (default 16)")
+  d->add_option("ACTIVITY", drill_opt.activity, "A stored activity's code (or give -f FILE)");
+  d->add_option("-f,--file", drill_opt.file, "A definition file not yet created ('-' for standard input)");
+  d->add_option("--workers", drill_opt.workers, "Concurrent worker processes of the concurrency checks, 2 to 256 (default 16)")
       ->check(CLI::Range(2, 256));
-  peak_opt = d->add_option("--peak-qps", opt.peak_qps,
+  peak_opt = d->add_option("--peak-qps", drill_opt.peak_qps,
                            "Expected peak claims/s: the peak check needs twice this (default: not run)");
-  scratch_opt = d->add_option("--scratch-db", opt.scratch,
+  scratch_opt = d->add_option("--scratch-db", drill_opt.scratch,
                 "Run in this database (empty, or made by an earlier drill) instead of a temporary SQLite file");
-  d->add_option("--lottery-draws", opt.draws, "Draws of the lottery frequency check (default 100000)")
+  d->add_option("--lottery-draws", drill_opt.draws, "Draws of the lottery frequency check (default 100000)")
       ->check(CLI::Range(int64_t(100), int64_t(10'000'000)));
-  d->add_option("--peak-seconds", opt.peak_seconds, "How long the peak check claims (default 2)")
+  d->add_option("--peak-seconds", drill_opt.peak_seconds, "How long the peak check claims (default 2)")
       ->check(CLI::Range(0.2, 600.0));
-  d->add_flag("--dry-run", opt.dry_run, "Run every check but do not record the run in the live database");
+  d->add_flag("--dry-run", drill_opt.dry_run, "Run every check but do not record the run in the live database");
   d->callback([&ctx] { ctx.action = [&ctx] { return run_drill(ctx); }; });
 }
 

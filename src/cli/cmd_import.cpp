@@ -19,7 +19,7 @@ struct {
   std::string metrics_textfile;
   int64_t batch_size = 0;
   bool dry_run = false, yes = false;
-} opt;
+} import_opt;
 
 CLI::Option* expires_opt = nullptr;  // --expires-at: given at all (an empty value is an error)
 
@@ -30,14 +30,14 @@ std::string rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " ro
 template <class Options>
 Options file_job(Ctx& ctx) {
   Options o;
-  o.activity = opt.activity;
-  o.file = opt.file;
-  o.rejects_path = opt.rejects;
-  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
-  o.batch_size = opt.batch_size;
-  o.dry_run = opt.dry_run;
+  o.activity = import_opt.activity;
+  o.file = import_opt.file;
+  o.rejects_path = import_opt.rejects;
+  o.max_rejects = jobs::import::RejectLimit::parse(import_opt.max_rejects);
+  o.batch_size = import_opt.batch_size;
+  o.dry_run = import_opt.dry_run;
   o.operator_name = ctx.settings.operator_name;
-  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  o.progress = jobs::progress_mode(import_opt.progress, ctx.settings.quiet);
   return o;
 }
 
@@ -45,9 +45,9 @@ Options file_job(Ctx& ctx) {
 // job_run row).
 jobs::ImportOptions import_options(Ctx& ctx) {
   auto o = file_job<jobs::ImportOptions>(ctx);
-  o.source = opt.source;
+  o.source = import_opt.source;
   if (expires_opt && expires_opt->count() > 0) {
-    o.expires_at = time_flag(opt.expires_at, "--expires-at", "2026-12-31T23:59:59+08:00");
+    o.expires_at = time_flag(import_opt.expires_at, "--expires-at", "2026-12-31T23:59:59+08:00");
     if (*o.expires_at <= ctx.now())
       throw Error(Errc::usage, "--expires-at " + format_utc(*o.expires_at) + " is not in the future (now " +
                                    format_utc(ctx.now()) + "): nothing was imported");
@@ -86,7 +86,7 @@ Exit import_body(Ctx& ctx, const jobs::ImportOptions& o, jobs::JobRun& run) {
   if (r.over_limit)
     throw Error(Errc::bad_input, r.file + ": " + rows(c.rejected) + " rejected, over --max-rejects " +
                                      r.limit + see +
-                                     (opt.batch_size > 0 ? ": the last batch was rolled back; batches committed before it "
+                                     (import_opt.batch_size > 0 ? ": the last batch was rolled back; batches committed before it "
                                                            "stay, and a rerun continues after them"
                                                          : ": nothing was imported"));
   if (c.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(c.rejected), r.limit, see);
@@ -118,7 +118,7 @@ Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
   if (r.over_limit)
     throw Error(Errc::bad_input, r.file + ": " + rows(r.rejected) + " rejected, over --max-rejects " +
                                      r.limit + see + ": nothing was revoked" +
-                                     (opt.batch_size > 0 ? " by the last batch" : ""));
+                                     (import_opt.batch_size > 0 ? " by the last batch" : ""));
   if (r.rejected > 0) spdlog::warn("{} rejected, within --max-rejects {}{}", rows(r.rejected), r.limit, see);
   return r.exit_code();
 }
@@ -129,8 +129,8 @@ Exit revoke_body(Ctx& ctx, const jobs::RevokeOptions& o, jobs::JobRun& run) {
 template <class Options>
 Exit as_job(Ctx& ctx, const std::string& job, const Options& o, Exit (*body)(Ctx&, const Options&, jobs::JobRun&)) {
   JobFlags f;
-  f.dry_run = opt.dry_run;
-  f.metrics_textfile = opt.metrics_textfile;
+  f.dry_run = import_opt.dry_run;
+  f.metrics_textfile = import_opt.metrics_textfile;
   return run_job_command(
       ctx, job, f, [&ctx, &o, body](jobs::JobRun& run) { run.set_exit(body(ctx, o, run)); },
       [&job](const jobs::JobReport& rep) {
@@ -141,24 +141,24 @@ Exit as_job(Ctx& ctx, const std::string& job, const Options& o, Exit (*body)(Ctx
 
 Exit run_import(Ctx& ctx) { return as_job(ctx, "import-qualifications", import_options(ctx), import_body); }
 Exit run_revoke(Ctx& ctx) {
-  check_text(opt.reason, "--reason", kMaxReasonBytes, false);
-  confirm_irreversible(opt.yes || opt.dry_run, "qualification revoke",
-                       "Revoke the unused qualifications in " + opt.activity + " of the users " + opt.file +
+  check_text(import_opt.reason, "--reason", kMaxReasonBytes, false);
+  confirm_irreversible(import_opt.yes || import_opt.dry_run, "qualification revoke",
+                       "Revoke the unused qualifications in " + import_opt.activity + " of the users " + import_opt.file +
                            " lists? This cannot be undone.");
   auto o = file_job<jobs::RevokeOptions>(ctx);
-  o.reason = opt.reason;
+  o.reason = import_opt.reason;
   return as_job(ctx, "qualification-revoke", o, revoke_body);
 }
 
 Exit run_show(Ctx& ctx) {
-  opt.user = require_identifier(opt.user, IdKind::user, "USER");
+  import_opt.user = require_identifier(import_opt.user, IdKind::user, "USER");
   auto store = ctx.open_store();
-  auto q = jobs::find_qualification(*store, opt.activity, opt.user);
-  if (!q) throw Error(Errc::not_found, "user '" + opt.user + "' has no qualification in " + opt.activity);
+  auto q = jobs::find_qualification(*store, import_opt.activity, import_opt.user);
+  if (!q) throw Error(Errc::not_found, "user '" + import_opt.user + "' has no qualification in " + import_opt.activity);
   auto opt_json = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   json ext = nullptr;
   if (q->ext) ext = json::parse(*q->ext, nullptr, false);
-  ctx.out.record({{"activity", opt.activity},
+  ctx.out.record({{"activity", import_opt.activity},
                   {"user_id", q->user_id},
                   {"status", q->status},
                   {"source", opt_json(q->source)},
@@ -174,9 +174,9 @@ Exit run_show(Ctx& ctx) {
 Exit run_count(Ctx& ctx) {
   auto store = ctx.open_store();
   std::optional<std::string> status;
-  if (!opt.status.empty()) status = opt.status;
-  int64_t n = jobs::count_qualifications(*store, opt.activity, status);
-  json j = {{"activity", opt.activity}, {"count", n}};
+  if (!import_opt.status.empty()) status = import_opt.status;
+  int64_t n = jobs::count_qualifications(*store, import_opt.activity, status);
+  json j = {{"activity", import_opt.activity}, {"count", n}};
   if (status) j["status"] = *status;
   ctx.out.record(j);
   return Exit::ok;
@@ -184,18 +184,18 @@ Exit run_count(Ctx& ctx) {
 
 // The options an import and a revoke share.
 void file_options(CLI::App* c) {
-  c->add_option("ACTIVITY", opt.activity, "Activity code")->required();
-  c->add_option("FILE", opt.file, "CSV file with a user_id column; - reads standard input")->required();
-  c->add_option("--rejects", opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
-  c->add_option("--max-rejects", opt.max_rejects,
+  c->add_option("ACTIVITY", import_opt.activity, "Activity code")->required();
+  c->add_option("FILE", import_opt.file, "CSV file with a user_id column; - reads standard input")->required();
+  c->add_option("--rejects", import_opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
+  c->add_option("--max-rejects", import_opt.max_rejects,
                 "Rejected rows allowed, as a count or a percentage of the rows read (N or N%); more fails with "
                 "exit 65 and writes nothing (default 0)");
-  c->add_option("--batch-size", opt.batch_size, "Commit every N rows (default: the whole file in one transaction)")
+  c->add_option("--batch-size", import_opt.batch_size, "Commit every N rows (default: the whole file in one transaction)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
-  c->add_flag("--dry-run", opt.dry_run, "Do everything, report the counts, and roll back");
-  c->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+  c->add_flag("--dry-run", import_opt.dry_run, "Do everything, report the counts, and roll back");
+  c->add_option("--progress", import_opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
-  c->add_option("--metrics-textfile", opt.metrics_textfile,
+  c->add_option("--metrics-textfile", import_opt.metrics_textfile,
                 "Update this Prometheus textfile (node_exporter textfile collector) atomically after the run");
 }
 
@@ -205,8 +205,8 @@ void register_import(CLI::App& app, Ctx& ctx) {
   auto* imp = app.add_subcommand("import-qualifications",
                                  "Import a whitelist CSV into an activity: idempotent, with a rejects file");
   file_options(imp);
-  imp->add_option("--source", opt.source, "Source recorded on each qualification (default: the file name)");
-  expires_opt = imp->add_option("--expires-at", opt.expires_at,
+  imp->add_option("--source", import_opt.source, "Source recorded on each qualification (default: the file name)");
+  expires_opt = imp->add_option("--expires-at", import_opt.expires_at,
                   "When the new qualifications expire (RFC 3339 with an offset; the expire job moves them to expired); "
                   "a row's own expires_at cell wins");
   imp->callback([&ctx] { ctx.action = [&ctx] { return run_import(ctx); }; });
@@ -214,16 +214,16 @@ void register_import(CLI::App& app, Ctx& ctx) {
   auto* q = app.add_subcommand("qualification", "Whitelist entries: revoke, show, count")->require_subcommand(1);
   auto* revoke = q->add_subcommand("revoke", "Revoke the unused qualifications of the users a CSV file lists");
   file_options(revoke);
-  revoke->add_option("--reason", opt.reason, "Reason recorded in the status log");
-  revoke->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
+  revoke->add_option("--reason", import_opt.reason, "Reason recorded in the status log");
+  revoke->add_flag("-y,--yes", import_opt.yes, "Do not ask for confirmation (needed without a terminal)");
   revoke->callback([&ctx] { ctx.action = [&ctx] { return run_revoke(ctx); }; });
   auto* show = q->add_subcommand("show", "Show one user's qualification");
-  show->add_option("ACTIVITY", opt.activity, "Activity code")->required();
-  show->add_option("USER", opt.user, "User id")->required();
+  show->add_option("ACTIVITY", import_opt.activity, "Activity code")->required();
+  show->add_option("USER", import_opt.user, "User id")->required();
   show->callback([&ctx] { ctx.action = [&ctx] { return run_show(ctx); }; });
   auto* count = q->add_subcommand("count", "Count an activity's qualifications");
-  count->add_option("ACTIVITY", opt.activity, "Activity code")->required();
-  count->add_option("--status", opt.status, "Only this status")
+  count->add_option("ACTIVITY", import_opt.activity, "Activity code")->required();
+  count->add_option("--status", import_opt.status, "Only this status")
       ->check(CLI::IsMember(all_names<QualificationStatus>()));
   count->callback([&ctx] { ctx.action = [&ctx] { return run_count(ctx); }; });
 }

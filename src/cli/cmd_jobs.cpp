@@ -14,7 +14,7 @@ struct {
   int64_t chunk = 500;
   std::string history_job;
   int64_t history_limit = 20;
-} opt;
+} jobs_opt;
 
 // a nullable column as JSON: null when absent
 template <class T>
@@ -23,10 +23,10 @@ json or_null(const std::optional<T>& v) {
 }
 
 Exit run_history(Ctx& ctx) {
-  if (!opt.history_job.empty()) jobs::job_decl(opt.history_job);  // an unknown name is a usage error
+  if (!jobs_opt.history_job.empty()) jobs::job_decl(jobs_opt.history_job);  // an unknown name is a usage error
   auto st = ctx.open_store();
   std::vector<json> rows;
-  for (auto& x : jobs::job_history(*st, opt.history_job, opt.history_limit)) {
+  for (auto& x : jobs::job_history(*st, jobs_opt.history_job, jobs_opt.history_limit)) {
     json counts = x.counts ? json::parse(*x.counts, nullptr, false) : json::object();
     rows.push_back({{"run_id", x.id},
                     {"job", x.job},
@@ -76,20 +76,20 @@ void register_jobs(CLI::App& app, Ctx& ctx) {
   auto* ex = app.add_subcommand("expire",
                                 "Job: end activities past their window (with a settlement), expire qualifications and "
                                 "held grants past expires_at");
-  add_job_options(ex, opt.job);
-  ex->add_option("--chunk-size", opt.chunk, "Rows per transaction (default 500)")->check(CLI::Range(1, 10000));
+  add_job_options(ex, jobs_opt.job);
+  ex->add_option("--chunk-size", jobs_opt.chunk, "Rows per transaction (default 500)")->check(CLI::Range(1, 10000));
   ex->callback([&ctx] {
     ctx.action = [&ctx] {
       jobs::ExpireOptions eo;
-      eo.chunk = opt.chunk;
-      return run_job_command(ctx, "expire", opt.job, [eo](jobs::JobRun& run) { jobs::expire(run, eo); });
+      eo.chunk = jobs_opt.chunk;
+      return run_job_command(ctx, "expire", jobs_opt.job, [eo](jobs::JobRun& run) { jobs::expire(run, eo); });
     };
   });
 
   auto* jg = app.add_subcommand("jobs", "Job runs and leases: history, locks")->require_subcommand(1);
   auto* hist = jg->add_subcommand("history", "Recent job runs, newest first, with counts per outcome");
-  hist->add_option("--job", opt.history_job, "Only this job");
-  hist->add_option("--limit", opt.history_limit, "At most N runs (default 20)")->check(CLI::Range(1, 100000));
+  hist->add_option("--job", jobs_opt.history_job, "Only this job");
+  hist->add_option("--limit", jobs_opt.history_limit, "At most N runs (default 20)")->check(CLI::Range(1, 100000));
   hist->callback([&ctx] { ctx.action = [&ctx] { return run_history(ctx); }; });
   auto* locks = jg->add_subcommand("locks", "Leases recorded in job_lock and whether a live process holds each");
   locks->callback([&ctx] { ctx.action = [&ctx] { return run_locks(ctx); }; });

@@ -23,21 +23,21 @@ struct {
   double rate = 0;
   int64_t chunk = 500, limit = 100;
   JobFlags job;  // run: --dry-run, --limit, --max-runtime, --metrics-textfile
-} opt;
+} list_issue_opt;
 
 json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 
 Exit run_plan(Ctx& ctx) {
   li::PlanOptions o;
-  o.activity = opt.activity;
-  o.prize = opt.prize;
-  o.file = opt.file;
-  o.rejects_path = opt.rejects;
-  o.max_rejects = jobs::import::RejectLimit::parse(opt.max_rejects);
-  o.allow_partial = opt.allow_partial;
-  o.dry_run = opt.dry_run;
+  o.activity = list_issue_opt.activity;
+  o.prize = list_issue_opt.prize;
+  o.file = list_issue_opt.file;
+  o.rejects_path = list_issue_opt.rejects;
+  o.max_rejects = jobs::import::RejectLimit::parse(list_issue_opt.max_rejects);
+  o.allow_partial = list_issue_opt.allow_partial;
+  o.dry_run = list_issue_opt.dry_run;
   o.operator_name = ctx.settings.operator_name;
-  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  o.progress = jobs::progress_mode(list_issue_opt.progress, ctx.settings.quiet);
   auto st = ctx.open_store();
   auto r = li::plan(*st, o, *ctx.clock);
   ctx.out.record({{"batch", r.stored ? json(r.batch_no) : json(nullptr)},
@@ -63,7 +63,7 @@ Exit run_plan(Ctx& ctx) {
   if (r.over_limit)
     throw Error(Errc::bad_input, r.file + ": " + std::to_string(r.rejected) + " rows rejected, over --max-rejects " + r.limit +
                                      see + ": nothing was stored");
-  if (!r.fits && !opt.allow_partial)
+  if (!r.fits && !list_issue_opt.allow_partial)
     throw Error(Errc::conflict, "stock (" + std::to_string(r.stock_left) + " left) or budget (" +
                                     (r.budget_left ? std::to_string(*r.budget_left) + " cents left" : std::string("none")) +
                                     (r.budget_grants ? ", room for " + std::to_string(*r.budget_grants) +
@@ -92,31 +92,31 @@ Exit report_change(Ctx& ctx, const li::Change& c) {
 
 Exit run_approve(Ctx& ctx) {
   auto st = ctx.open_store();
-  return report_change(ctx, li::approve(*st, opt.batch, ctx.settings.operator_name, ctx.now(), opt.dry_run));
+  return report_change(ctx, li::approve(*st, list_issue_opt.batch, ctx.settings.operator_name, ctx.now(), list_issue_opt.dry_run));
 }
 
 Exit run_cancel(Ctx& ctx) {
-  check_text(opt.reason, "--reason", kMaxReasonBytes, false);
-  confirm_irreversible(opt.yes || opt.dry_run, "list-issue cancel",
-                       "Cancel batch " + opt.batch + "? Its pending users will not get the prize; a cancelled batch "
+  check_text(list_issue_opt.reason, "--reason", kMaxReasonBytes, false);
+  confirm_irreversible(list_issue_opt.yes || list_issue_opt.dry_run, "list-issue cancel",
+                       "Cancel batch " + list_issue_opt.batch + "? Its pending users will not get the prize; a cancelled batch "
                        "cannot run again.");
   auto st = ctx.open_store();
   std::optional<std::string> reason;
-  if (!opt.reason.empty()) reason = opt.reason;
-  return report_change(ctx, li::cancel(*st, opt.batch, ctx.settings.operator_name, reason, ctx.now(), opt.dry_run));
+  if (!list_issue_opt.reason.empty()) reason = list_issue_opt.reason;
+  return report_change(ctx, li::cancel(*st, list_issue_opt.batch, ctx.settings.operator_name, reason, ctx.now(), list_issue_opt.dry_run));
 }
 
 // run goes through the job runner (pause switch, job_run row, --limit, --max-runtime, SIGTERM,
 // metrics). It takes no lease: processes on several hosts share a batch through SKIP LOCKED.
 Exit run_run(Ctx& ctx) {
   li::RunOptions o;
-  o.batch_no = opt.batch;
-  o.workers = opt.workers;
-  o.rate_per_s = opt.rate;
-  o.chunk = opt.chunk;
-  o.dry_run = opt.job.dry_run;
+  o.batch_no = list_issue_opt.batch;
+  o.workers = list_issue_opt.workers;
+  o.rate_per_s = list_issue_opt.rate;
+  o.chunk = list_issue_opt.chunk;
+  o.dry_run = list_issue_opt.job.dry_run;
   o.operator_name = ctx.settings.operator_name;
-  o.progress = jobs::progress_mode(opt.progress, ctx.settings.quiet);
+  o.progress = jobs::progress_mode(list_issue_opt.progress, ctx.settings.quiet);
   o.open_store = [&ctx] { return ctx.open_store(); };
   o.engine = engine_options(ctx);
   li::RunResult r;
@@ -135,7 +135,7 @@ Exit run_run(Ctx& ctx) {
   };
   auto print = [&](const jobs::JobReport& rep) {
     if (!ran) {  // paused: the runner did nothing
-      ctx.out.record({{"batch", opt.batch}, {"state", rep.state}, {"reason", rep.error}});
+      ctx.out.record({{"batch", list_issue_opt.batch}, {"state", rep.state}, {"reason", rep.error}});
       return;
     }
     const int64_t n = r.issued + r.rejected + r.held;
@@ -171,7 +171,7 @@ Exit run_run(Ctx& ctx) {
                    r.batch_no, r.pending);
     if (r.cancelled) spdlog::error("batch {} was cancelled while running", r.batch_no);
   };
-  return run_job_command(ctx, "list-issue", opt.job, fn, print);
+  return run_job_command(ctx, "list-issue", list_issue_opt.job, fn, print);
 }
 
 json status_json(const li::Status& s, bool counts) {
@@ -196,18 +196,18 @@ json status_json(const li::Status& s, bool counts) {
   return j;
 }
 
-Exit run_status(Ctx& ctx) {
+Exit run_batch_status(Ctx& ctx) {
   auto st = ctx.open_store();
-  ctx.out.record(status_json(li::status(*st, opt.batch, ctx.now()), true));
+  ctx.out.record(status_json(li::status(*st, list_issue_opt.batch, ctx.now()), true));
   return Exit::ok;
 }
 
 Exit run_items(Ctx& ctx) {
   auto st = ctx.open_store();
   std::optional<std::string> state;
-  if (!opt.state.empty()) state = opt.state;
+  if (!list_issue_opt.state.empty()) state = list_issue_opt.state;
   std::vector<json> rows;
-  for (auto& it : li::items(*st, opt.batch, state, opt.limit))
+  for (auto& it : li::items(*st, list_issue_opt.batch, state, list_issue_opt.limit))
     rows.push_back({{"line", it.line},
                     {"user", it.user},
                     {"state", it.state},
@@ -224,7 +224,7 @@ Exit run_items(Ctx& ctx) {
 Exit run_list(Ctx& ctx) {
   auto st = ctx.open_store();
   std::optional<std::string> act;
-  if (!opt.activity.empty()) act = opt.activity;
+  if (!list_issue_opt.activity.empty()) act = list_issue_opt.activity;
   std::vector<json> rows;
   for (auto& s : li::list(*st, act)) rows.push_back(status_json(s, false));
   ctx.out.rows({{"batch", "BATCH"}, {"activity", "ACTIVITY"}, {"prize", "PRIZE"}, {"state", "STATE"},
@@ -236,7 +236,7 @@ Exit run_list(Ctx& ctx) {
 
 CLI::App* batch_command(CLI::App* g, const char* name, const char* help) {
   auto* c = g->add_subcommand(name, help);
-  c->add_option("BATCH", opt.batch, "Batch number (from list-issue plan or list)")->required();
+  c->add_option("BATCH", list_issue_opt.batch, "Batch number (from list-issue plan or list)")->required();
   return c;
 }
 
@@ -249,59 +249,59 @@ void register_list_issue(CLI::App& app, Ctx& ctx) {
   auto on = [&ctx](CLI::App* c, Exit (*fn)(Ctx&)) {
     c->callback([&ctx, fn] {
       ctx.action = [&ctx, fn] {
-        if (!opt.batch.empty()) check_text(opt.batch, "BATCH", kMaxNameBytes, true);  // PostgreSQL refuses bad bytes
+        if (!list_issue_opt.batch.empty()) check_text(list_issue_opt.batch, "BATCH", kMaxNameBytes, true);  // PostgreSQL refuses bad bytes
         return fn(ctx);
       };
     });
   };
 
   auto* plan = g->add_subcommand("plan", "Read, check and dedupe the list; store it as a batch to approve");
-  plan->add_option("ACTIVITY", opt.activity, "Activity code")->required();
-  plan->add_option("FILE", opt.file, "CSV file with a user_id column; - reads standard input")->required();
-  plan->add_option("--prize", opt.prize, "Prize code every user gets")->required();
-  plan->add_option("--rejects", opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
-  plan->add_option("--max-rejects", opt.max_rejects,
+  plan->add_option("ACTIVITY", list_issue_opt.activity, "Activity code")->required();
+  plan->add_option("FILE", list_issue_opt.file, "CSV file with a user_id column; - reads standard input")->required();
+  plan->add_option("--prize", list_issue_opt.prize, "Prize code every user gets")->required();
+  plan->add_option("--rejects", list_issue_opt.rejects, "Rejects file (default FILE.rejects.csv; stdin.rejects.csv for -)");
+  plan->add_option("--max-rejects", list_issue_opt.max_rejects,
                    "Rejected rows allowed, as a count or a percentage of the rows read (N or N%); more fails with "
                    "exit 65 and stores nothing (default 0)");
-  plan->add_flag("--allow-partial", opt.allow_partial,
+  plan->add_flag("--allow-partial", list_issue_opt.allow_partial,
                  "Store the batch even when stock or budget do not cover every user (the rest is rejected when it runs)");
-  plan->add_flag("--dry-run", opt.dry_run, "Check and count everything, store nothing");
-  plan->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+  plan->add_flag("--dry-run", list_issue_opt.dry_run, "Check and count everything, store nothing");
+  plan->add_option("--progress", list_issue_opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
   on(plan, run_plan);
 
   auto* approve = batch_command(g, "approve", "Approve a planned batch (not by the operator who planned it)");
-  approve->add_flag("--dry-run", opt.dry_run, "Check the rules and report; change nothing");
+  approve->add_flag("--dry-run", list_issue_opt.dry_run, "Check the rules and report; change nothing");
   on(approve, run_approve);
 
   auto* run = batch_command(g, "run", "Run (or resume) an approved batch: every pending user through the claim flow");
-  run->add_option("--workers", opt.workers, "Worker connections in this process (default 1)")
+  run->add_option("--workers", list_issue_opt.workers, "Worker connections in this process (default 1)")
       ->check(CLI::Range(1, 64));
-  run->add_option("--rate", opt.rate, "At most this many users per second (default: no limit)")
+  run->add_option("--rate", list_issue_opt.rate, "At most this many users per second (default: no limit)")
       ->check(CLI::Range(0.0, 1e9));
-  run->add_option("--chunk", opt.chunk, "Users per transaction (default 500, at most 10000)")
+  run->add_option("--chunk", list_issue_opt.chunk, "Users per transaction (default 500, at most 10000)")
       ->check(CLI::Range(int64_t(1), jobs::list_issue::kMostChunk));
-  add_job_options(run, opt.job);
-  run->add_option("--progress", opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
+  add_job_options(run, list_issue_opt.job);
+  run->add_option("--progress", list_issue_opt.progress, "auto, tty, plain or none (default auto; none with --quiet)")
       ->check(CLI::IsMember({"auto", "tty", "plain", "none"}));
   on(run, run_run);
 
-  on(batch_command(g, "status", "Counts per item state, rate, ETA and the last error of a batch"), run_status);
+  on(batch_command(g, "status", "Counts per item state, rate, ETA and the last error of a batch"), run_batch_status);
 
   auto* items = batch_command(g, "items", "The items of a batch in file order: user, state, record code, reason");
-  items->add_option("--state", opt.state, "Only items in this state")
+  items->add_option("--state", list_issue_opt.state, "Only items in this state")
       ->check(CLI::IsMember(all_names<ListItemState>()));
-  items->add_option("--limit", opt.limit, "At most N items (default 100)")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  items->add_option("--limit", list_issue_opt.limit, "At most N items (default 100)")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   on(items, run_items);
 
   auto* cancel = batch_command(g, "cancel", "Cancel a batch: pending and held items are cancelled; a running worker stops after its chunk");
-  cancel->add_option("--reason", opt.reason, "Why (recorded)");
-  cancel->add_flag("--dry-run", opt.dry_run, "Report what would be cancelled; change nothing");
-  cancel->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
+  cancel->add_option("--reason", list_issue_opt.reason, "Why (recorded)");
+  cancel->add_flag("--dry-run", list_issue_opt.dry_run, "Report what would be cancelled; change nothing");
+  cancel->add_flag("-y,--yes", list_issue_opt.yes, "Do not ask for confirmation (needed without a terminal)");
   on(cancel, run_cancel);
 
   auto* list = g->add_subcommand("list", "Every batch, newest first");
-  list->add_option("--activity", opt.activity, "Only batches of this activity");
+  list->add_option("--activity", list_issue_opt.activity, "Only batches of this activity");
   on(list, run_list);
 }
 

@@ -23,7 +23,7 @@ struct {
   int64_t run_id = 0, limit = 20;
   bool exact = false;
   JobFlags job;
-} opt;
+} reconcile_opt;
 
 // RFC 4180: every field quoted, quotes doubled.
 std::string csv_field(const std::string& s) {
@@ -56,13 +56,13 @@ void print_diffs(Ctx& ctx, int64_t run_id, const std::vector<rec::Diff>& diffs) 
 
 Exit run_reconcile(Ctx& ctx) {
   rec::Options o;
-  if (!opt.activity.empty()) o.activity = opt.activity;
-  o.checks = rec::resolve_checks(opt.checks);
-  o.stuck_after_ms = jobs::parse_duration_ms(opt.stuck_after, "--stuck-after");
-  o.held_after_ms = jobs::parse_duration_ms(opt.held_after, "--held-after");
+  if (!reconcile_opt.activity.empty()) o.activity = reconcile_opt.activity;
+  o.checks = rec::resolve_checks(reconcile_opt.checks);
+  o.stuck_after_ms = jobs::parse_duration_ms(reconcile_opt.stuck_after, "--stuck-after");
+  o.held_after_ms = jobs::parse_duration_ms(reconcile_opt.held_after, "--held-after");
   o.operator_name = ctx.settings.operator_name;
-  o.dry_run = opt.job.dry_run;
-  o.exact = opt.exact;
+  o.dry_run = reconcile_opt.job.dry_run;
+  o.exact = reconcile_opt.exact;
   o.ledger_channels.clear();
   for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
@@ -71,7 +71,7 @@ Exit run_reconcile(Ctx& ctx) {
   // switch, --metrics-textfile; each check is an item towards --limit, and --max-runtime or a signal
   // skips the checks not yet started (the run is stored as incomplete).
   std::optional<rec::Report> done;
-  const Exit job_exit = run_job_command(ctx, "reconcile", opt.job, [&](jobs::JobRun& run) {
+  const Exit job_exit = run_job_command(ctx, "reconcile", reconcile_opt.job, [&](jobs::JobRun& run) {
     o.more = [&run] {
       if (!run.more()) return false;
       run.add("checks", 1, 1);
@@ -85,7 +85,7 @@ Exit run_reconcile(Ctx& ctx) {
   if (!done) return job_exit;  // paused
   const rec::Report& rep = *done;
   print_diffs(ctx, rep.run_id, rep.diffs);
-  if (!opt.csv.empty()) write_csv(opt.csv, rep.run_id, rep.diffs);
+  if (!reconcile_opt.csv.empty()) write_csv(reconcile_opt.csv, rep.run_id, rep.diffs);
   std::string scope;
   for (auto& c : rep.checks) scope += (scope.empty() ? "" : ",") + c;
   ctx.out.record({{"type", "run"}, {"run", rep.run_id}, {"checks", scope},
@@ -141,29 +141,29 @@ json summary_json(const rec::RunSummary& r) {
 void register_reconcile(CLI::App& app, Ctx& ctx) {
   auto* rc = app.add_subcommand("reconcile", "Job: check that every cent and unit is accounted for; exit 1 on any difference");
   rc->require_subcommand(0, 1);
-  rc->add_option("--activity", opt.activity, "Only this activity (and the ledger accounts of its users)");
-  rc->add_option("--checks", opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log,list_items")
+  rc->add_option("--activity", reconcile_opt.activity, "Only this activity (and the ledger accounts of its users)");
+  rc->add_option("--checks", reconcile_opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log,list_items")
       ->delimiter(',');
-  rc->add_option("--stuck-after", opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
-  rc->add_option("--held-after", opt.held_after, "A request held by a fuse this long is stuck (default 24h)");
-  rc->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
-  rc->add_flag("--exact", opt.exact,
+  rc->add_option("--stuck-after", reconcile_opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
+  rc->add_option("--held-after", reconcile_opt.held_after, "A request held by a fuse this long is stuck (default 24h)");
+  rc->add_option("--csv", reconcile_opt.csv, "Also write the differences to FILE as CSV");
+  rc->add_flag("--exact", reconcile_opt.exact,
                "PostgreSQL: run every check's full queries, even when its fingerprints (hash sums of both sides) agree");
-  add_job_options(rc, opt.job);
+  add_job_options(rc, reconcile_opt.job);
   rc->callback([&ctx, rc] {
     if (rc->get_subcommands().empty()) ctx.action = [&ctx] { return run_reconcile(ctx); };
   });
 
   auto* show = rc->add_subcommand("show", "A stored run and its differences");
-  show->add_option("RUN", opt.run_id, "Run id")->required();
-  show->add_option("--csv", opt.csv, "Also write the differences to FILE as CSV");
+  show->add_option("RUN", reconcile_opt.run_id, "Run id")->required();
+  show->add_option("--csv", reconcile_opt.csv, "Also write the differences to FILE as CSV");
   show->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
-      auto r = rec::show_run(st->autocommit(), opt.run_id);
-      if (!r) throw Error(Errc::not_found, "no reconcile run " + std::to_string(opt.run_id));
+      auto r = rec::show_run(st->autocommit(), reconcile_opt.run_id);
+      if (!r) throw Error(Errc::not_found, "no reconcile run " + std::to_string(reconcile_opt.run_id));
       print_diffs(ctx, r->first.id, r->second);
-      if (!opt.csv.empty()) write_csv(opt.csv, r->first.id, r->second);
+      if (!reconcile_opt.csv.empty()) write_csv(reconcile_opt.csv, r->first.id, r->second);
       auto j = summary_json(r->first);
       j["type"] = "run";
       ctx.out.record(j);
@@ -172,12 +172,12 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
   });
 
   auto* list = rc->add_subcommand("list", "The latest runs, newest first");
-  list->add_option("--limit", opt.limit, "How many (default 20)")->check(CLI::Range(int64_t(1), int64_t(100000)));
+  list->add_option("--limit", reconcile_opt.limit, "How many (default 20)")->check(CLI::Range(int64_t(1), int64_t(100000)));
   list->callback([&ctx] {
     ctx.action = [&ctx] {
       auto st = ctx.open_store();
       std::vector<json> rows;
-      for (auto& r : rec::list_runs(st->autocommit(), opt.limit)) rows.push_back(summary_json(r));
+      for (auto& r : rec::list_runs(st->autocommit(), reconcile_opt.limit)) rows.push_back(summary_json(r));
       ctx.out.rows({{"run", "RUN"}, {"state", "STATE"}, {"diffs", "DIFFS"}, {"checks", "CHECKS"},
                     {"operator", "OPERATOR"}, {"started_at", "STARTED"}, {"finished_at", "FINISHED"}},
                    rows, "run");

@@ -17,7 +17,7 @@ namespace rep = jobs::report;
 
 struct {
   std::string activity, html, from, to, bucket;
-} opt;
+} report_opt;
 std::vector<CLI::Option*> text_opts;  // given with an empty value: a usage error, not "not given"
 
 std::optional<Millis> range_flag(const std::string& v, const char* flag) {
@@ -95,25 +95,25 @@ rep::Options options(Ctx& ctx) {
   for (auto* op : text_opts)
     if (op->count() && op->as<std::string>().empty()) throw Error(Errc::usage, op->get_name() + " is empty");
   rep::Options o;
-  o.from = range_flag(opt.from, "--from");
-  o.to = range_flag(opt.to, "--to");
+  o.from = range_flag(report_opt.from, "--from");
+  o.to = range_flag(report_opt.to, "--to");
   if (o.from && o.to && *o.from >= *o.to) throw Error(Errc::usage, "--from must be before --to");
-  if (!opt.bucket.empty()) o.bucket = rep::parse_bucket(opt.bucket);
+  if (!report_opt.bucket.empty()) o.bucket = rep::parse_bucket(report_opt.bucket);
   o.now = ctx.now();
   return o;
 }
 
 Exit one_activity(Ctx& ctx) {
   rep::Options o = options(ctx);
-  o.activity = opt.activity;
+  o.activity = report_opt.activity;
   auto st = ctx.open_store();
   const rep::Data d = rep::collect(*st, o);
-  if (!opt.html.empty()) {
-    util::write_file_atomic(opt.html, rep::render_activity(d, ctx.now()));
-    spdlog::info("report {}: wrote {}", d.h.code, opt.html);
+  if (!report_opt.html.empty()) {
+    util::write_file_atomic(report_opt.html, rep::render_activity(d, ctx.now()));
+    spdlog::info("report {}: wrote {}", d.h.code, report_opt.html);
   }
   json j = to_json(d);
-  j["html"] = opt.html.empty() ? json(nullptr) : json(opt.html);
+  j["html"] = report_opt.html.empty() ? json(nullptr) : json(report_opt.html);
   if (ctx.out.json_mode()) {
     ctx.out.record(j);
   } else {
@@ -126,7 +126,7 @@ Exit one_activity(Ctx& ctx) {
 }
 
 Exit index(Ctx& ctx) {
-  if (opt.html.empty()) throw Error(Errc::usage, "report without ACTIVITY needs --html DIR (the index page and one page per activity)");
+  if (report_opt.html.empty()) throw Error(Errc::usage, "report without ACTIVITY needs --html DIR (the index page and one page per activity)");
   const rep::Options base = options(ctx);
   auto st = ctx.open_store();
   std::vector<rep::Data> all;
@@ -137,17 +137,17 @@ Exit index(Ctx& ctx) {
   }
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(opt.html, ec);
-  if (ec || !fs::is_directory(opt.html))
-    throw Error(Errc::output_failed, "--html " + opt.html + ": cannot create the directory" +
+  fs::create_directories(report_opt.html, ec);
+  if (ec || !fs::is_directory(report_opt.html))
+    throw Error(Errc::output_failed, "--html " + report_opt.html + ": cannot create the directory" +
                                          (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
-  const fs::path dir(opt.html);
+  const fs::path dir(report_opt.html);
   for (auto& d : all) util::write_file_atomic((dir / (d.h.code + ".html")).string(), rep::render_activity(d, ctx.now(), "index.html"));
   util::write_file_atomic((dir / "index.html").string(), rep::render_index(all, ctx.now()));
-  spdlog::info("report: wrote {} page(s) and index.html in {}", all.size(), opt.html);
+  spdlog::info("report: wrote {} page(s) and index.html in {}", all.size(), report_opt.html);
   json codes = json::array();
   for (auto& d : all) codes.push_back(d.h.code);
-  ctx.out.record({{"type", "index"}, {"dir", opt.html}, {"index", (dir / "index.html").string()},
+  ctx.out.record({{"type", "index"}, {"dir", report_opt.html}, {"index", (dir / "index.html").string()},
                   {"activities", int64_t(all.size())}, {"pages", codes}});
   return Exit::ok;
 }
@@ -157,14 +157,14 @@ Exit index(Ctx& ctx) {
 void register_report(CLI::App& app, Ctx& ctx) {
   auto* r = app.add_subcommand("report", "One activity at a glance, as a self-contained HTML page or JSON; "
                                          "without ACTIVITY an index of all of them");
-  r->add_option("ACTIVITY", opt.activity, "The activity's code (omit it with --html DIR for every activity)");
+  r->add_option("ACTIVITY", report_opt.activity, "The activity's code (omit it with --html DIR for every activity)");
   text_opts = {
-      r->add_option("--html", opt.html, "Write the page to FILE (with ACTIVITY), or index.html and CODE.html to DIR"),
-      r->add_option("--from", opt.from, "Start of the range, RFC 3339 (default: the activity's first request)"),
-      r->add_option("--to", opt.to, "End of the range, exclusive, RFC 3339 (default: just after its last request)"),
-      r->add_option("--bucket", opt.bucket, "Bar width of the timeline: 1m, 1h or 1d (a calendar day in the activity's zone; default: chosen from the range)")};
+      r->add_option("--html", report_opt.html, "Write the page to FILE (with ACTIVITY), or index.html and CODE.html to DIR"),
+      r->add_option("--from", report_opt.from, "Start of the range, RFC 3339 (default: the activity's first request)"),
+      r->add_option("--to", report_opt.to, "End of the range, exclusive, RFC 3339 (default: just after its last request)"),
+      r->add_option("--bucket", report_opt.bucket, "Bar width of the timeline: 1m, 1h or 1d (a calendar day in the activity's zone; default: chosen from the range)")};
   r->callback([&ctx] {
-    ctx.action = [&ctx] { return opt.activity.empty() ? index(ctx) : one_activity(ctx); };
+    ctx.action = [&ctx] { return report_opt.activity.empty() ? index(ctx) : one_activity(ctx); };
   });
 }
 

@@ -19,7 +19,7 @@ struct {
   std::string state, activity, bill, reason;
   int64_t limit = 100;
   bool dry_run = false, yes = false;
-} opt;
+} resend_opt;
 
 json bill_json(const jobs::ResendBill& b) {
   return {{"bill_no", b.bill_no},
@@ -36,7 +36,7 @@ json bill_json(const jobs::ResendBill& b) {
 }
 
 Exit report_change(Ctx& ctx, const jobs::ResendChange& c) {
-  json j{{"bill_no", opt.bill}, {"changed", c.changed}, {"dry_run", opt.dry_run}, {"message", c.message}};
+  json j{{"bill_no", resend_opt.bill}, {"changed", c.changed}, {"dry_run", resend_opt.dry_run}, {"message", c.message}};
   if (c.bill) {
     j["state"] = c.bill->state;
     j["grant_state"] = c.bill->grant_state;
@@ -53,23 +53,23 @@ void register_resend(CLI::App& app, Ctx& ctx) {
   auto* rs = app.add_subcommand(
       "resend", "Job: redeliver due resend bills and grants stranded in init, with the same bill number; "
                 "and the operator's list, retry, abandon");
-  add_job_options(rs, opt.job);
-  rs->add_option("--chunk-size", opt.chunk, "Bills claimed per transaction (default 100)")->check(CLI::Range(1, 10000));
-  rs->add_option("--init-grace", opt.init_grace, "A grant in init this long is stranded and delivered (default 5m)");
-  rs->add_option("--rate", opt.rate, "At most this many delivery calls per second per channel (default: no cap)")
+  add_job_options(rs, resend_opt.job);
+  rs->add_option("--chunk-size", resend_opt.chunk, "Bills claimed per transaction (default 100)")->check(CLI::Range(1, 10000));
+  rs->add_option("--init-grace", resend_opt.init_grace, "A grant in init this long is stranded and delivered (default 5m)");
+  rs->add_option("--rate", resend_opt.rate, "At most this many delivery calls per second per channel (default: no cap)")
       ->check(CLI::Range(0.0, 100000.0));
 
   auto* list = rs->add_subcommand("list", "Resend bills, next due first");
-  list->add_option("--state", opt.state, "pending, manual or done (default all)")
+  list->add_option("--state", resend_opt.state, "pending, manual or done (default all)")
       ->check(CLI::IsMember(all_names<ResendState>()));
-  list->add_option("--activity", opt.activity, "Only this activity");
-  list->add_option("--limit", opt.limit, "At most N bills (default 100)")->check(CLI::Range(1, 1000000));
+  list->add_option("--activity", resend_opt.activity, "Only this activity");
+  list->add_option("--limit", resend_opt.limit, "At most N bills (default 100)")->check(CLI::Range(1, 1000000));
   list->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.activity, "--activity", kMaxNameBytes, false);
+      check_text(resend_opt.activity, "--activity", kMaxNameBytes, false);
       auto st = ctx.open_store();
       std::vector<json> rows;
-      for (auto& b : jobs::list_resend(*st, opt.state, opt.activity, opt.limit)) rows.push_back(bill_json(b));
+      for (auto& b : jobs::list_resend(*st, resend_opt.state, resend_opt.activity, resend_opt.limit)) rows.push_back(bill_json(b));
       ctx.out.rows({{"bill_no", "BILL"}, {"record_code", "RECORD"}, {"activity", "ACTIVITY"}, {"state", "STATE"},
                     {"grant_state", "GRANT"}, {"attempts", "ATTEMPTS"}, {"next_attempt_at", "NEXT"},
                     {"expires_at", "EXPIRES"}, {"last_error", "LAST ERROR"}},
@@ -78,33 +78,33 @@ void register_resend(CLI::App& app, Ctx& ctx) {
     };
   });
   auto* retry = rs->add_subcommand("retry", "Make a bill due now: manual -> pending, with a fresh expiry");
-  retry->add_option("BILL", opt.bill, "Bill number")->required();
-  retry->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
+  retry->add_option("BILL", resend_opt.bill, "Bill number")->required();
+  retry->add_flag("--dry-run", resend_opt.dry_run, "Check and report; change nothing");
   retry->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.bill, "BILL", kMaxNameBytes, true);
+      check_text(resend_opt.bill, "BILL", kMaxNameBytes, true);
       auto st = ctx.open_store();
-      return report_change(ctx, jobs::retry_resend(*st, opt.bill, ctx.settings.operator_name, ctx.now(),
-                                                   engine_options(ctx).resend_expiry_ms, opt.dry_run));
+      return report_change(ctx, jobs::retry_resend(*st, resend_opt.bill, ctx.settings.operator_name, ctx.now(),
+                                                   engine_options(ctx).resend_expiry_ms, resend_opt.dry_run));
     };
   });
   auto* ab = rs->add_subcommand("abandon",
                                 "Give up a delivery: its grant -> failed, and its stock, budget and limit counts "
                                 "released exactly once");
-  ab->add_option("BILL", opt.bill, "Bill number")->required();
-  ab->add_option("--reason", opt.reason, "Why (recorded)")->required();
-  ab->add_flag("--dry-run", opt.dry_run, "Check and report; change nothing");
-  ab->add_flag("-y,--yes", opt.yes, "Do not ask for confirmation (needed without a terminal)");
+  ab->add_option("BILL", resend_opt.bill, "Bill number")->required();
+  ab->add_option("--reason", resend_opt.reason, "Why (recorded)")->required();
+  ab->add_flag("--dry-run", resend_opt.dry_run, "Check and report; change nothing");
+  ab->add_flag("-y,--yes", resend_opt.yes, "Do not ask for confirmation (needed without a terminal)");
   ab->callback([&ctx] {
     ctx.action = [&ctx] {
-      check_text(opt.bill, "BILL", kMaxNameBytes, true);
-      check_text(opt.reason, "--reason", kMaxReasonBytes, true);
-      confirm_irreversible(opt.yes || opt.dry_run, "resend abandon",
-                           "Abandon bill " + opt.bill + "? Its grant fails and its stock, budget and limit counts "
+      check_text(resend_opt.bill, "BILL", kMaxNameBytes, true);
+      check_text(resend_opt.reason, "--reason", kMaxReasonBytes, true);
+      confirm_irreversible(resend_opt.yes || resend_opt.dry_run, "resend abandon",
+                           "Abandon bill " + resend_opt.bill + "? Its grant fails and its stock, budget and limit counts "
                            "are released; this cannot be undone.");
       auto st = ctx.open_store();
-      return report_change(ctx, jobs::abandon_resend(*st, opt.bill, opt.reason, ctx.settings.operator_name, ctx.now(),
-                                                     opt.dry_run));
+      return report_change(ctx, jobs::abandon_resend(*st, resend_opt.bill, resend_opt.reason, ctx.settings.operator_name, ctx.now(),
+                                                     resend_opt.dry_run));
     };
   });
 
@@ -112,10 +112,10 @@ void register_resend(CLI::App& app, Ctx& ctx) {
     if (list->parsed() || retry->parsed() || ab->parsed()) return;
     ctx.action = [&ctx] {
       jobs::ResendOptions ro;
-      ro.chunk = opt.chunk;
-      ro.init_grace_ms = jobs::parse_duration_ms(opt.init_grace, "--init-grace");
-      ro.rate_per_second = opt.rate;
-      return run_job_command(ctx, "resend", opt.job, [&ctx, ro](jobs::JobRun& run) {
+      ro.chunk = resend_opt.chunk;
+      ro.init_grace_ms = jobs::parse_duration_ms(resend_opt.init_grace, "--init-grace");
+      ro.rate_per_second = resend_opt.rate;
+      return run_job_command(ctx, "resend", resend_opt.job, [&ctx, ro](jobs::JobRun& run) {
         engine::Engine eng(run.store(), run.clock(), engine_options(ctx));
         jobs::resend(run, eng, ro);
       });

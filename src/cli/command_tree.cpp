@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/text_distance.hpp"
 
 namespace rc::cli {
@@ -56,7 +56,7 @@ void walk(const CLI::App& app, std::vector<std::string> path, std::vector<Comman
   }
 }
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + "  " : s + std::string(w - s.size(), ' '); }
+std::string pad_column(const std::string& s, size_t w) { return s.size() >= w ? s + "  " : s + std::string(w - s.size(), ' '); }
 
 }  // namespace
 
@@ -68,7 +68,7 @@ std::vector<CommandNode> command_nodes(const CLI::App& app) {
 
 std::string short_usage(const CLI::App& app) {
   std::string s = "usage: " + app.get_name() + " [OPTIONS] COMMAND ...\n\nCommands:\n";
-  for (auto* k : named_children(app)) s += "  " + pad(k->get_name(), 24) + k->get_description() + "\n";
+  for (auto* k : named_children(app)) s += "  " + pad_column(k->get_name(), 24) + k->get_description() + "\n";
   s += "\nRun '" + app.get_name() + " COMMAND --help' for a command, '" + app.get_name() +
        " --help' for the global options,\n'" + app.get_name() + " help exit-codes' for exit codes, 'man " +
        app.get_name() + "' for the manual.\n";
@@ -120,7 +120,7 @@ void show_global_options_everywhere(CLI::App& app) {
     std::string name = o->get_name(false, true);
     if (o->get_expected_max() > 0) name += " " + (o->get_option_text().empty() ? o->get_type_name() : o->get_option_text());
     if (o->get_lnames().size() && o->get_lnames()[0] == "help") continue;
-    text += "  " + pad(name, 30) + o->get_description() + "\n";
+    text += "  " + pad_column(name, 30) + o->get_description() + "\n";
   }
   std::vector<CLI::App*> todo = named_children(app);
   while (!todo.empty()) {

@@ -12,7 +12,7 @@
 #include "cli/logging.hpp"
 #include "cli/output.hpp"
 #include "core/clock.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::cli {
 namespace {

@@ -4,8 +4,7 @@ namespace rc {
 
 void log_status(store::Session& s, const StatusChange& c, Millis now) {
   s.exec(
-      "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      kStatusLogInsert + "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
       {c.entity, c.entity_id, store::opt(c.from), c.to, c.actor, store::opt(c.reason), store::opt(c.request_id), now});
 }
 

@@ -20,6 +20,14 @@ struct StatusChange {
   std::optional<std::string> request_id;  // unique per (entity, entity_id) when given: makes retries no-ops
 };
 
+// The head of every status-log insert, spelled once. A change of one row goes through log_status
+// (or transition); the set-based statements that move many rows at once - an UPDATE ... RETURNING
+// in a CTE, then INSERT ... SELECT, or one VALUES list - append their SELECT or VALUES to this head,
+// giving every column in this order: entity, entity_id, from_state, to_state, actor, reason,
+// request_id, created_at.
+inline const std::string kStatusLogInsert =
+    "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at) ";
+
 // REQUIRES: called inside the transaction that made the change.
 void log_status(store::Session& s, const StatusChange& c, Millis now);
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc {
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/identifier.hpp"
 
 namespace rc {

@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "util/csv_reader.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc {
 namespace {

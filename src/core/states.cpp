@@ -1,6 +1,6 @@
 #include "core/states.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc {
 

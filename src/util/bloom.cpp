@@ -4,7 +4,7 @@
 #include <functional>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::util {
 

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::csv {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 struct csv_parser;
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc {
 

@@ -523,7 +523,7 @@ TEST_CASE("lint: lottery weights, consolation and guarantees") {
   CHECK(find(wi, "weight_ignored", "prizes[0].weight")->severity == Severity::warning);
 }
 
-TEST_CASE("lint: expected_cost per draw and the draws the budget covers (seed 002 §2.3)") {
+TEST_CASE("lint: expected_cost per draw and the draws the budget covers (docs/design.md §4.5)") {
   auto p = review(kLottery);
   auto* f = find(p, "expected_cost", "lottery");
   REQUIRE(f);

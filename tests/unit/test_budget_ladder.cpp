@@ -1,11 +1,11 @@
-// engine/budget_ladder.cpp: thresholds in cents and the step of a consumed amount. No database.
+// core/budget_ladder.cpp: thresholds in cents and the step of a consumed amount. No database.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 
-using namespace rc::engine;
+using namespace rc;
 
 TEST_CASE("ladder: a threshold is the smallest consumed amount at or above ratio x authorised") {
   CHECK(threshold_cents(1000, 800000) == 800);

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/config.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 using namespace rc;
 

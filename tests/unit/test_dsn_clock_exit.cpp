@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/clock.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/store/store.hpp"
 
 using namespace rc;

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 using namespace rc;
 

@@ -1,7 +1,7 @@
 // core/identifier.cpp: the one set of identifier rules every edge applies.
 #include <doctest/doctest.h>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/identifier.hpp"
 
 using namespace rc;

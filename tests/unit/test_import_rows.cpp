@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "jobs/import/rows.hpp"
 #include "jobs/input/reject_limit.hpp"
 #include "jobs/input/rejects_writer.hpp"

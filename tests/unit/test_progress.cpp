@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "jobs/runtime/progress.hpp"
 
 using rc::jobs::Progress;

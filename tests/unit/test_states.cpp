@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
+#include "core/engine/reason.hpp"
 #include "core/states.hpp"
 
 namespace {
@@ -91,4 +92,24 @@ TEST_CASE("states: the names are the ones the schema and the output use") {
   CHECK(rc::all_names<rc::ListItemState>() ==
         std::vector<std::string>{"pending", "held", "issued", "rejected", "failed", "cancelled"});
   CHECK(rc::all_names<rc::activity::Kind>() == std::vector<std::string>{"direct", "lottery", "redpack"});
+}
+TEST_CASE("states: claim reason names round-trip") { check_table(rc::engine::Reason::biz_id_conflict, "claim reason"); }
+
+TEST_CASE("reasons: the words in output are the ones scripts compare (an interface that never changes)") {
+  using R = rc::engine::Reason;
+  const std::vector<std::pair<R, std::string>> words{
+      {R::not_found, "not_found"},         {R::not_live, "not_live"},
+      {R::not_started, "not_started"},     {R::ended, "ended"},
+      {R::paused, "paused"},               {R::not_in_gray_list, "not_in_gray_list"},
+      {R::not_qualified, "not_qualified"}, {R::qualification_used, "qualification_used"},
+      {R::blacklisted, "blacklisted"},     {R::limit_reached, "limit_reached"},
+      {R::sold_out, "sold_out"},           {R::budget_exhausted, "budget_exhausted"},
+      {R::budget_degrade, "budget_degrade"}, {R::held_by_fuse, "held_by_fuse"},
+      {R::biz_id_conflict, "biz_id_conflict"}};
+  for (auto& [r, w] : words) CHECK(std::string(rc::name(r)) == w);
+  // "not now" rather than "never": list-issue stops with items pending on these only
+  for (auto& [r, w] : words) {
+    CAPTURE(w);
+    CHECK(rc::engine::is_transient(r) == (r == R::paused || r == R::not_started || r == R::not_live || r == R::held_by_fuse));
+  }
 }

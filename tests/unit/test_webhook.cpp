@@ -19,7 +19,7 @@
 
 #include "core/config.hpp"
 #include "core/delivery/channel.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/hash.hpp"
 
 using namespace rc;

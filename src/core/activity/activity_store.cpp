@@ -8,7 +8,7 @@
 #include "core/activity/children.hpp"
 #include "core/activity/versions.hpp"
 #include "core/audit.hpp"
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "util/hash.hpp"
 
 namespace rc::activity {
@@ -132,13 +132,13 @@ void write_children(Session& s, int64_t activity_id, const Definition& d) {
   for (const auto& p : d.prizes) prize_ids[p.code] = insert_prize(s, activity_id, d, p, item_ids.at(p.item));
   if (d.budget_cents) {
     // the ladder's ratios, and the thresholds in cents they give for this budget (budget_ladder.hpp)
-    const engine::LadderRatios r{d.ladder.warn_ppm, d.ladder.degrade_ppm, d.ladder.stop_ppm};
-    const engine::LadderCents c = engine::thresholds(*d.budget_cents, r);
+    const LadderRatios r{d.ladder.warn_ppm, d.ladder.degrade_ppm, d.ladder.stop_ppm};
+    const LadderCents c = thresholds(*d.budget_cents, r);
     s.exec("INSERT INTO budget (activity_id, authorised_cents, consumed_cents, warn_ppm, degrade_ppm, stop_ppm, "
            "warn_cents, degrade_cents, stop_cents, ladder_step) VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9)",
            {activity_id, *d.budget_cents, store::opt(r.warn), store::opt(r.degrade), store::opt(r.stop),
             store::opt(c.warn), store::opt(c.degrade), store::opt(c.stop),
-            std::string(engine::ladder_step_name(engine::step_for(0, c)))});
+            std::string(ladder_step_name(step_for(0, c)))});
   }
   add_listed_users(s, activity_id, d);
   for (const auto& f : d.fuses) insert_fuse_rule(s, activity_id, f, f.prize ? prize_ids.at(*f.prize) : 0);

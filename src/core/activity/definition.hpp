@@ -90,7 +90,7 @@ struct FuseDef {
   std::string path;
 };
 
-// The budget ladder (seed 002 §9.1: normal -> warn -> degrade -> stop), as ratios of consumed over
+// The budget ladder (docs/design.md §4.4: normal -> warn -> degrade -> stop), as ratios of consumed over
 // authorised in millionths (0.8 is 800000); each step is optional. See engine/budget_ladder.hpp.
 constexpr int64_t kPpm = 1'000'000;
 struct LadderDef {
@@ -120,7 +120,7 @@ struct Definition {
   int64_t max_cost_cents(const PrizeDef& p) const;
 };
 
-// What a lottery draw costs on average (seed 002 §2.3), in integer arithmetic: sum(weight x cost) /
+// What a lottery draw costs on average (docs/design.md §4.5), in integer arithmetic: sum(weight x cost) /
 // sum(weight), rounded to the nearest cent, and how many draws the budget covers (none without a
 // budget or when draws cost nothing). Empty when no prize has a weight. Used by lint and by drill.
 struct DrawCost {

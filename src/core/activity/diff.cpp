@@ -8,7 +8,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/activity/versions.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::activity {
 

@@ -428,7 +428,7 @@ class Linter {
     }
   }
 
-  // The budget ladder (seed 002 §9.1): the steps come in order, they need a budget to be a ratio of,
+  // The budget ladder (docs/design.md §4.4): the steps come in order, they need a budget to be a ratio of,
   // and the degrade step needs something to switch off - but never the consolation prize, which is
   // where a degraded draw lands.
   void ladder() {

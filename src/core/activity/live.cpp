@@ -10,11 +10,12 @@
 
 #include "core/activity/versions.hpp"
 #include "core/audit.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/interrupt.hpp"
 
 namespace rc::activity::live {
 
+using store::Lock;
 using store::Session;
 using store::Tx;
 using nlohmann::json;
@@ -50,10 +51,9 @@ struct PrizeRow {
 // holds the database), so that two changes of one prize apply one after the other.
 PrizeRow get_prize(Session& s, int64_t activity_id, const std::string& code, const std::string& prize,
                    bool for_update = false) {
-  const bool lock = for_update && s.dialect() == store::Dialect::postgres;
   auto r = s.query(
       "SELECT p.id, p.buckets, p.stock_total, i.unit_cost_cents, i.kind FROM prize p JOIN item i ON i.id = p.item_id "
-      "WHERE p.activity_id = $1 AND p.code = $2" + std::string(lock ? " FOR UPDATE OF p" : ""),
+      "WHERE p.activity_id = $1 AND p.code = $2" + (for_update ? s.lock_rows(Lock::update, "p") : std::string()),
       {activity_id, prize});
   if (r.empty()) throw Error(Errc::not_found, "activity " + code + " has no prize '" + prize + "' (see rewardctl activity show " + code + ")");
   return {r[0].i64(0), r[0].i64(1), r[0].i64(2), r[0].i64(3), r[0].str(4)};
@@ -63,9 +63,8 @@ struct BudgetRow {
   int64_t authorised = 0, consumed = 0;
 };
 BudgetRow get_budget(Session& s, int64_t activity_id, const std::string& code, bool for_update = false) {
-  const bool lock = for_update && s.dialect() == store::Dialect::postgres;
   auto r = s.query("SELECT authorised_cents, consumed_cents FROM budget WHERE activity_id = $1" +
-                       std::string(lock ? " FOR UPDATE" : ""),
+                       (for_update ? s.lock_rows(Lock::update) : std::string()),
                    {activity_id});
   if (r.empty())
     throw Error(Errc::conflict, "activity " + code + " has no budget: a new definition version adds one ([budget] total_cents)");
@@ -95,12 +94,11 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
   // changes (or approvals) apply one after the other, never both from the same starting value.
   if (is_stock(kind)) {
     auto p = get_prize(s, a.id, a.code, prize, true);
-    const std::string pg_lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
     // Locked in bucket order, as a claim chunk takes them (sql/0013), so that a change and a chunk
     // never wait on each other's buckets crosswise; then taken in the order the change needs.
     std::vector<StockBucket> b;
     for (auto& row :
-         s.query("SELECT bucket, total, remain FROM stock WHERE prize_id = $1 ORDER BY bucket" + pg_lock, {p.id}).rows)
+         s.query("SELECT bucket, total, remain FROM stock WHERE prize_id = $1 ORDER BY bucket" + s.lock_rows(Lock::update), {p.id}).rows)
       b.push_back({row.i64(0), row.i64(1), row.i64(2)});
     // add: the buckets with the least first, so that their totals end up even; remove: the fullest first
     std::stable_sort(b.begin(), b.end(), [&](const StockBucket& x, const StockBucket& y) {
@@ -160,23 +158,23 @@ std::pair<int64_t, int64_t> apply(Session& s, const ActivityRow& a, ChangeKind k
 
 // After a budget change: the ladder's thresholds follow the new authorised amount, and its step what
 // the ratio now is (a raise that brings the ratio back under a threshold undoes that step, logged).
-std::optional<engine::LadderMove> settle(Session& s, const ActivityRow& a, ChangeKind kind, const Actor& who, Millis now) {
+std::optional<LadderMove> settle(Session& s, const ActivityRow& a, ChangeKind kind, const Actor& who, Millis now) {
   if (is_stock(kind)) return std::nullopt;
-  return engine::settle_ladder(s, a.id, a.code, who.name, std::string("activity budget (") + change_kind_name(kind) + ")",
+  return settle_ladder(s, a.id, a.code, who.name, std::string("activity budget (") + change_kind_name(kind) + ")",
                                now);
 }
 
 std::string ladder_note(const Change& c) {
   if (!c.ladder) return "";
-  return std::string("; budget ladder ") + engine::ladder_step_name(c.ladder->from) + " -> " +
-         engine::ladder_step_name(c.ladder->to);
+  return std::string("; budget ladder ") + ladder_step_name(c.ladder->from) + " -> " +
+         ladder_step_name(c.ladder->to);
 }
 
 // The log line of a committed step move (a dry run moved nothing).
 void announce(const Change& c) {
   if (!c.ladder || c.dry_run) return;
-  if (c.ladder->up()) spdlog::warn("{}", engine::describe(*c.ladder));
-  else spdlog::info("{}", engine::describe(*c.ladder));
+  if (c.ladder->up()) spdlog::warn("{}", describe(*c.ladder));
+  else spdlog::info("{}", describe(*c.ladder));
 }
 
 const char* kChangeCols =

@@ -23,7 +23,7 @@
 
 #include "core/activity/activity.hpp"
 #include "core/clock.hpp"
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "core/states.hpp"
 #include "core/store/store.hpp"
 
@@ -69,7 +69,7 @@ struct Change {
   std::string message;  // for people
   // A budget change that moved the budget ladder's step (back under a threshold, or over one when set
   // lower): moved and logged in the same transaction, the log line written after the commit.
-  std::optional<engine::LadderMove> ladder;
+  std::optional<LadderMove> ladder;
 };
 
 // Whether this change raises what the activity can spend (and so needs a second operator when

@@ -16,8 +16,8 @@
 #include "core/activity/children.hpp"
 #include "core/activity/versions.hpp"
 #include "core/audit.hpp"
-#include "core/engine/budget_ladder.hpp"
-#include "core/error.hpp"
+#include "core/budget_ladder.hpp"
+#include "base/error.hpp"
 
 namespace rc::activity {
 
@@ -136,8 +136,8 @@ std::vector<std::string> switch_to(Tx& tx, const ActivityRow& a, const VersionRo
   // the version's budget ladder: its ratios, the thresholds they give and the step (budget_ladder.hpp)
   tx.exec("UPDATE budget SET warn_ppm = $2, degrade_ppm = $3, stop_ppm = $4 WHERE activity_id = $1",
           {a.id, store::opt(d.ladder.warn_ppm), store::opt(d.ladder.degrade_ppm), store::opt(d.ladder.stop_ppm)});
-  if (auto m = engine::settle_ladder(tx, a.id, a.code, who, "version " + std::to_string(v.version), now))
-    did.push_back(engine::describe(*m));
+  if (auto m = settle_ladder(tx, a.id, a.code, who, "version " + std::to_string(v.version), now))
+    did.push_back(describe(*m));
 
   // 5. listed users: added (a live blacklist is never shortened by a file); 6. fuse rules by name
   add_listed_users(tx, a.id, d);

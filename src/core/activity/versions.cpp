@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/audit.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/hash.hpp"
 
 namespace rc::activity {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "core/delivery/channel.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::delivery {
 

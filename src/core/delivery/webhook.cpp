@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/delivery/channel.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/hash.hpp"
 
 namespace rc::delivery {

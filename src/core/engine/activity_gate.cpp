@@ -46,18 +46,18 @@ void check_version(store::Session& s, int64_t activity_id, int64_t version) {
     throw store::Retryable("activity switched to a new version during the claim: the claim runs again under it");
 }
 
-std::string gate_rejection(const ActivityGate& a, Millis now) {
+Reason gate_rejection(const ActivityGate& a, Millis now) {
   using S = ActivityState;
-  if (a.state == S::ended) return "ended";
-  if (a.state != S::live && a.state != S::gray && a.state != S::paused) return "not_live";
+  if (a.state == S::ended) return Reason::ended;
+  if (a.state != S::live && a.state != S::gray && a.state != S::paused) return Reason::not_live;
   switch (activity::window_position(now, a.start_at, a.end_at)) {
-    case activity::WindowPos::before: return "not_started";
-    case activity::WindowPos::after: return "ended";
+    case activity::WindowPos::before: return Reason::not_started;
+    case activity::WindowPos::after: return Reason::ended;
     case activity::WindowPos::inside: break;
   }
-  if (a.state == S::paused) return "paused";
-  if (a.state == S::gray && !a.on_gray_list) return "not_in_gray_list";
-  return "";
+  if (a.state == S::paused) return Reason::paused;
+  if (a.state == S::gray && !a.on_gray_list) return Reason::not_in_gray_list;
+  return Reason::none;
 }
 
 }  // namespace rc::engine

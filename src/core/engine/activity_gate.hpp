@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/engine/reason.hpp"
 #include "core/states.hpp"
 #include "core/store/store.hpp"
 
@@ -34,7 +35,7 @@ std::optional<ActivityGate> read_gate(store::Session& s, const std::string& code
 // REQUIRES: after read_gate in the same transaction (the lock is held). A no-op on SQLite.
 void check_version(store::Session& s, int64_t activity_id, int64_t version);
 
-// Why the gate refuses at `now` (ended, not_live, not_started, paused, not_in_gray_list), or "".
-std::string gate_rejection(const ActivityGate& a, Millis now);
+// Why the gate refuses at `now` (ended, not_live, not_started, paused, not_in_gray_list), or Reason::none.
+Reason gate_rejection(const ActivityGate& a, Millis now);
 
 }  // namespace rc::engine

@@ -23,12 +23,12 @@ const std::string kReturning =
 // at stop) and the prize is high-value - whether or not its cost would still have fitted: past
 // degrade a high-value prize is switched off, and a lottery records the fall to its consolation
 // prize as degraded - else budget_exhausted.
-std::string refusal(store::Session& s, int64_t activity_id, bool high_value) {
-  if (!high_value) return "budget_exhausted";
+Reason refusal(store::Session& s, int64_t activity_id, bool high_value) {
+  if (!high_value) return Reason::budget_exhausted;
   auto r = s.query("SELECT count(*) FROM budget WHERE activity_id = $1 AND (stop_cents IS NULL OR consumed_cents < "
                    "stop_cents) AND consumed_cents >= degrade_cents",
                    {activity_id});
-  return r[0].i64(0) > 0 ? "budget_degrade" : "budget_exhausted";
+  return r[0].i64(0) > 0 ? Reason::budget_degrade : Reason::budget_exhausted;
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, in
         "UPDATE budget SET consumed_cents = consumed_cents + $2 WHERE activity_id = $1 "
         "AND consumed_cents <= authorised_cents - $2",
         {activity_id, cost_cents});
-    if (n != 1) throw Rejection{"budget_exhausted"};
+    if (n != 1) throw Rejection{Reason::budget_exhausted};
     return std::nullopt;
   }
   if (cost_cents == 0) {
@@ -51,8 +51,8 @@ std::optional<LadderMove> take_budget(store::Session& s, int64_t activity_id, in
                      "FROM budget WHERE activity_id = $1",
                      {activity_id});
     const int64_t past = r.empty() ? 0 : r[0].i64(0);
-    if (past == 2) throw Rejection{"budget_exhausted"};
-    if (past == 1 && ladder->high_value) throw Rejection{"budget_degrade"};
+    if (past == 2) throw Rejection{Reason::budget_exhausted};
+    if (past == 1 && ladder->high_value) throw Rejection{Reason::budget_degrade};
     return std::nullopt;
   }
   auto r = s.query(kLadderTake + (ladder->high_value ? kHighValue : "") + kReturning, {activity_id, cost_cents});

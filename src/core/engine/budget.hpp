@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {

@@ -6,7 +6,7 @@
 
 #include "core/engine/deliver_inline.hpp"
 #include "core/engine/ledger.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::engine {
 

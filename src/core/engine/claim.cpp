@@ -8,7 +8,7 @@
 #include "core/audit.hpp"
 #include "core/engine/activity_gate.hpp"
 #include "core/engine/budget.hpp"
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "core/engine/catalog.hpp"
 #include "core/engine/grant_row.hpp"
 #include "core/engine/held.hpp"
@@ -61,9 +61,9 @@ struct ClaimRun {
     if (gate && gate->replay_grant_id && *gate->replay_grant_id != held_id) throw TwinWon{};
     if (!gate) {
       if (twin_committed(tx, r.biz_id)) throw TwinWon{};
-      throw Rejection{"not_found"};
+      throw Rejection{Reason::not_found};
     }
-    if (auto why = gate_rejection(*gate, now); !why.empty()) throw Rejection{why};
+    if (auto why = gate_rejection(*gate, now); why != Reason::none) throw Rejection{why};
     auto cat = e.catalog(tx, r.activity, gate->id, gate->version);
 
     // 3. qualification (whitelist): unused -> used, decided by the conditional update
@@ -71,7 +71,7 @@ struct ClaimRun {
     if (cat->whitelist_required) qual_id = use_qualification(tx, gate->id, r.user, now);
 
     // 4. risk
-    if (auto why = risk_rejection(*gate); !why.empty()) throw Rejection{why};
+    if (auto why = risk_rejection(*gate); why != Reason::none) throw Rejection{why};
     const std::set<int64_t> blocked = blocked_prizes(tx, *gate);
 
     // 5. the per-user limit of the activity for the current period, in the activity's zone
@@ -84,17 +84,17 @@ struct ClaimRun {
     if (sel.draw_value) made_draw = ClaimRequest::Drawn{cat->version, *sel.draw_value};
 
     // 6b-8 for each candidate in turn, until one is granted
-    std::string last = "sold_out";
+    Reason last = Reason::sold_out;
     for (size_t ci = 0; ci < sel.candidates.size(); ++ci) {
       const PrizeInfo& p = cat->prizes[sel.candidates[ci]];
       const bool fallback_left = ci + 1 < sel.candidates.size();
       // A prize known sold out in this process is skipped without a write.
       if (e.known_sold_out(p.id)) {
-        last = "sold_out";
+        last = Reason::sold_out;
         continue;
       }
       if (blocked.count(p.id)) {
-        last = "held_by_fuse";
+        last = Reason::held_by_fuse;
         blocked_prize = p.id;
         continue;
       }
@@ -103,8 +103,8 @@ struct ClaimRun {
         grant_one(*cat, p, gate->version, sel.draw_value, ci > 0 ? &cat->prizes[sel.candidates[0]] : nullptr, qual_id);
         return;
       } catch (const Rejection& rej) {
-        budget_degraded = rej.reason == "budget_degrade";
-        last = budget_degraded ? "budget_exhausted" : rej.reason;  // what a claim that ends here answers
+        budget_degraded = rej.reason == Reason::budget_degrade;
+        last = budget_degraded ? Reason::budget_exhausted : rej.reason;  // what a claim that ends here answers
         if (!fallback_left) throw Rejection{last};
         tx.exec_script("ROLLBACK TO SAVEPOINT candidate");
       }
@@ -148,8 +148,8 @@ struct ClaimRun {
     if (p.validity_days) ng.expires_at = now + *validity_ms;
     ng.actor = e.opts_.actor;
     const bool by_budget = degraded_from && budget_degraded;
-    if (by_budget) ng.reason = "budget_degrade";
-    ng.why = by_budget       ? "budget_degrade"
+    if (by_budget) ng.reason = name(Reason::budget_degrade);
+    ng.why = by_budget       ? name(Reason::budget_degrade)
              : degraded_from ? "draw degraded to consolation"
                              : cat.kind == activity::Kind::lottery ? "draw" : "claim";
     if (held_id) ng.why = "released from a fuse hold: " + ng.why;
@@ -214,7 +214,7 @@ struct ClaimRun {
     got = take_stock(tx, p.id, p.buckets, bucket);
     if (!got) {
       e.remember_sold_out(p.id);
-      throw Rejection{"sold_out"};
+      throw Rejection{Reason::sold_out};
     }
   }
 
@@ -283,17 +283,14 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
   // drew for keeps that draw in the full flow below.
   std::optional<ClaimRequest::Drawn> drawn;
   std::optional<GrantView> one = claim_in_one(request, now, drawn);
-  ClaimRequest with_draw;
-  if (drawn && !request.drawn) {
-    with_draw = request;
-    with_draw.drawn = drawn;
-  }
-  const ClaimRequest& r = drawn && !request.drawn ? with_draw : request;
+  // the request as the full flow runs it: with the draw the one statement made (never drawn twice)
+  ClaimRequest r = request;
+  if (drawn && !r.drawn) r.drawn = drawn;
   auto finish = [&]() -> ClaimOutcome {
     out.duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     spdlog::info("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
-                 status_name(out.status), out.reason.empty() ? "" : " reason=" + out.reason,
+                 status_name(out.status), out.reason == Reason::none ? "" : std::string(" reason=") + name(out.reason),
                  out.grant ? " record=" + out.grant->record_code + " state=" + name(out.grant->state) : "", out.duration_us);
     return out;
   };
@@ -304,76 +301,78 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
     if (r.deliver && out.grant->state == GrantState::init) deliver_after_commit(out);
     return finish();
   }
-  bool twin = false;
-  std::optional<GrantView> granted;
-  std::optional<int64_t> blocked_prize;
-  std::optional<ClaimRequest::Drawn> held_draw;
-  std::optional<LadderMove> ladder;
-  try {
-    st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-      twin = false;
-      granted.reset();
-      ladder.reset();
-      out.reason.clear();
-      StepResult step = claim_step(tx, r, now);
-      if (step.kind == StepResult::granted) {
-        granted = std::move(step.grant);
-        ladder = std::move(step.ladder);
-        // 9. a channel in the database delivered in this transaction (claim_step): one commit for both
-        if (r.dry_run) tx.rollback_only();
-      } else {
-        twin = step.kind == StepResult::twin;
-        out.reason = step.reason;
-        blocked_prize = step.blocked_prize;
-        held_draw = step.drawn;
-        tx.rollback_only();
-      }
-    });
-  } catch (const store::UniqueViolation&) {
-    twin = true;  // the unique key decided against us outside ON CONFLICT (e.g. record_code): treat as twin
-  }
-  if (twin) {
-    // 1. idempotency: a replay must never have a second effect, whatever else has changed.
-    auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
-    if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
-    answer_replay(r, *g, out);
-    // A retry after a crash between the claim's commit and its delivery finishes the delivery.
-    if (out.status == Status::replayed && g->state == GrantState::init && r.deliver && !r.dry_run)
-      deliver_after_commit(out);
-    return finish();
-  }
-  if (!granted && out.reason == "held_by_fuse") {
-    // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp),
-    // with the lottery draw it made, which its release keeps (a hold never buys a second draw)
-    // (only a draw the step made: none when the hold came before selection, and a red packet's
-    // amount, drawn after selection, is not the held request's)
-    ClaimRequest held = r;
-    held.drawn = held_draw;
-    if (hold(held, now, blocked_prize, out)) return finish();
-    // the event was released between the claim's transaction and the hold: claim again, once,
-    // keeping whatever this claim drew
-    if (!r.retried_after_release) {
-      ClaimRequest again = r;
-      if (held_draw) again.drawn = held_draw;
-      again.retried_after_release = true;
-      return claim(again);
+  // Steps 1-8 in one transaction; a request a fuse stopped is held, or runs again (decide_hold).
+  for (int reruns = 0;; ++reruns) {
+    bool twin = false;
+    std::optional<GrantView> granted;
+    std::optional<int64_t> blocked_prize;
+    std::optional<ClaimRequest::Drawn> held_draw;
+    std::optional<LadderMove> ladder;
+    try {
+      st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+        twin = false;
+        granted.reset();
+        ladder.reset();
+        out.reason = Reason::none;
+        StepResult step = claim_step(tx, r, now);
+        if (step.kind == StepResult::granted) {
+          granted = std::move(step.grant);
+          ladder = std::move(step.ladder);
+          // 9. a channel in the database delivered in this transaction (claim_step): one commit for both
+          if (r.dry_run) tx.rollback_only();
+        } else {
+          twin = step.kind == StepResult::twin;
+          out.reason = step.reason;
+          blocked_prize = step.blocked_prize;
+          held_draw = step.drawn;
+          tx.rollback_only();
+        }
+      });
+    } catch (const store::UniqueViolation&) {
+      twin = true;  // the unique key decided against us outside ON CONFLICT (e.g. record_code): treat as twin
     }
-  }
-  if (!granted) {
-    out.status = Status::rejected;
-    if (!r.dry_run) count_rejection(st_, r.activity, out.reason, now);
+    if (twin) {
+      // 1. idempotency: a replay must never have a second effect, whatever else has changed.
+      auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
+      if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " collided with a twin that is gone: try again");
+      answer_replay(r, *g, out);
+      // A retry after a crash between the claim's commit and its delivery finishes the delivery.
+      if (out.status == Status::replayed && g->state == GrantState::init && r.deliver && !r.dry_run)
+        deliver_after_commit(out);
+      return finish();
+    }
+    if (!granted && out.reason == Reason::held_by_fuse) {
+      // 4. a fuse holds the request: recorded as a pending grant that has taken nothing (held.cpp),
+      // with the lottery draw it made, which its release keeps (a hold never buys a second draw)
+      // (only a draw the step made: none when the hold came before selection, and a red packet's
+      // amount, drawn after selection, is not the held request's)
+      ClaimRequest held = r;
+      held.drawn = held_draw;
+      const int verdict = hold(held, now, blocked_prize, reruns, out);
+      if (verdict == HoldDecision::hold) return finish();
+      if (verdict == HoldDecision::run_again) {
+        // the event was released between the claim's transaction and the hold: the flow again,
+        // keeping whatever this run drew
+        if (held_draw) r.drawn = held_draw;
+        continue;
+      }
+    }
+    if (!granted) {
+      out.status = Status::rejected;
+      if (!r.dry_run) count_rejection(st_, r.activity, out.reason, now);
+      return finish();
+    }
+    out.status = Status::granted;
+    out.grant = granted;
+    out.dry_run = r.dry_run;
+    out.ladder = ladder;
+    // 9. a remote channel (webhook) delivers after the commit; an in-database one already has
+    if (r.deliver && !r.dry_run && out.grant->state == GrantState::init) deliver_after_commit(out);
+    // committed: the log line and the alert, once - after the user's delivery, so that a slow alert
+    // webhook never delays it (a crash before the post leaves the alert queued for fuse-scan)
+    if (ladder && !r.dry_run) announce_ladder(*ladder);
     return finish();
   }
-  out.status = Status::granted;
-  out.grant = granted;
-  out.dry_run = r.dry_run;
-  out.ladder = ladder;
-  // 9. a remote channel (webhook) delivers after the commit; an in-database one already has
-  if (r.deliver && !r.dry_run && out.grant->state == GrantState::init) deliver_after_commit(out);
-  // committed: the log line and the alert, once - after the user's delivery, so that a slow alert
-  // webhook never delays it (a crash before the post leaves the alert queued for fuse-scan)
-  if (ladder && !r.dry_run) announce_ladder(*ladder);
-  return finish();
 }
 
 void Engine::deliver_after_commit(ClaimOutcome& out) {

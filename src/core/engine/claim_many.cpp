@@ -55,7 +55,8 @@ void lock_buckets(store::Tx& tx, const std::vector<HotTake>& takes) {
   std::set<int64_t> prizes;
   for (const auto& t : takes)
     if (!t.budget) prizes.insert(t.prize_id);
-  for (int64_t p : prizes) tx.query("SELECT bucket FROM stock WHERE prize_id = $1 ORDER BY bucket FOR UPDATE", {p});
+  for (int64_t p : prizes)
+    tx.query("SELECT bucket FROM stock WHERE prize_id = $1 ORDER BY bucket" + tx.lock_rows(store::Lock::update), {p});
 }
 
 }  // namespace
@@ -119,30 +120,27 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
     StepResult step = claim_step(tx, r, now, defer != nullptr);
     // 4. a fuse holds the request: recorded as a pending grant in this transaction (held.cpp);
     // a twin's grant answers as below. When the event was released since the step looked
-    // (PostgreSQL, read committed), the request goes through the flow once more, and is held if
-    // that run is stopped by a fuse again (as claim() holds after its one retry: Engine::claim).
-    for (int pass = 0; pass < 2 && step.kind == StepResult::rejected && step.reason == "held_by_fuse"; ++pass) {
+    // (PostgreSQL, read committed), the request goes through the flow again, as decide_hold says
+    // for every flow (held.hpp).
+    for (int reruns = 0; step.kind == StepResult::rejected && step.reason == Reason::held_by_fuse; ++reruns) {
       tx.exec_script("ROLLBACK TO SAVEPOINT claim_item");
-      auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
-      auto ev = a.empty() ? std::nullopt : blocking_event(tx, a[0].i64(0), step.blocked_prize);
+      const HoldDecision d = decide_hold(tx, r.activity, step.blocked_prize, reruns);
       // (with the draw the step made, which the release keeps, as claim() holds: Engine::claim)
       ClaimRequest with_draw = r;
       with_draw.drawn = step.drawn;
-      if (ev && !r.dry_run) {
-        if (insert_held(tx, with_draw, a[0].i64(0), *ev, opts_.actor, now)) {
+      if (d.verdict == HoldDecision::give_up || (d.verdict == HoldDecision::hold && r.dry_run)) break;
+      if (d.verdict == HoldDecision::hold) {
+        if (insert_held(tx, with_draw, d.activity_id, d.event, opts_.actor, now)) {
           out.status = Status::held;
-          out.reason = "held_by_fuse";
+          out.reason = Reason::held_by_fuse;
           out.grant = find_grant_by_biz(tx, r.biz_id);
         } else {
           step.kind = StepResult::twin;
         }
         break;
-      } else if (!ev && pass == 0) {
-        if (!step.drawn) with_draw.drawn = r.drawn;  // (a draw brought along stays; none is made twice)
-        step = claim_step(tx, with_draw, now, defer != nullptr);
-      } else {
-        break;
       }
+      if (!step.drawn) with_draw.drawn = r.drawn;  // (a draw brought along stays; none is made twice)
+      step = claim_step(tx, with_draw, now, defer != nullptr);
     }
     const bool held = out.status == Status::held;
     if (held) {
@@ -170,7 +168,7 @@ std::vector<ClaimOutcome> Engine::claim_each(store::Tx& tx, const std::vector<Cl
     out.duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
     spdlog::debug("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
-                  status_name(out.status), out.reason.empty() ? "" : " reason=" + out.reason,
+                  status_name(out.status), out.reason == Reason::none ? "" : std::string(" reason=") + name(out.reason),
                   out.grant ? " record=" + out.grant->record_code : "", out.duration_us);
     outs.push_back(std::move(out));
   }

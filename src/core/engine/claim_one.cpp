@@ -147,7 +147,7 @@ std::shared_ptr<const ActivityCatalog> Engine::cached_catalog(const std::string&
 
 bool Engine::one_statement_allowed(const ClaimRequest& r) const {
   return st_.dialect() == store::Dialect::postgres && opts_.one_statement_claims && !one_statement_off_ &&
-         !r.dry_run && !r.retried_after_release;
+         !r.dry_run;
 }
 
 std::shared_ptr<const ActivityCatalog> Engine::one_statement_catalog(store::Session& s, const std::string& activity) {

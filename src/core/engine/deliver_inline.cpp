@@ -16,8 +16,7 @@ std::string move_sql(const std::string& to) {
   return "UPDATE grants SET state = " + to +
          ", bill_no = $2, updated_at = $3 WHERE id = $1 AND state = 'init' AND bill_no IS NULL";
 }
-const std::string kLog =
-    "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at) ";
+const std::string& kLog = kStatusLogInsert;
 const std::string kBill =
     "INSERT INTO delivery_bill (bill_no, grant_id, channel, amount, state, attempts, last_code, last_message, "
     "created_at, updated_at) ";

@@ -10,7 +10,7 @@
 #include "core/alert_outbox.hpp"
 #include "core/engine/catalog.hpp"
 #include "core/engine/lottery.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::engine {
 

@@ -34,8 +34,9 @@
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
 #include "core/engine/channel.hpp"
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "core/engine/grant_view.hpp"
+#include "core/engine/reason.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
@@ -49,7 +50,6 @@ struct ClaimRequest {
   std::optional<int64_t> list_item_id;
   bool deliver = true;                // false: stop after commit (the caller delivers later)
   bool dry_run = false;               // run every check and write, then roll back; no delivery
-  bool retried_after_release = false; // (internal) the claim already ran again after a fuse let go
   // (internal) a lottery's value or a red packet's amount the one-statement path already drew, for
   // the activity version it was drawn under: the full flow keeps it rather than drawing again (a
   // refused draw gets no second chance)
@@ -70,9 +70,7 @@ const char* status_name(Status s);
 
 struct ClaimOutcome {
   Status status = Status::rejected;
-  std::string reason;  // for rejected: not_found, not_live, not_started, ended, paused, not_in_gray_list,
-                       // not_qualified, qualification_used, blacklisted, limit_reached, sold_out,
-                       // budget_exhausted, held_by_fuse, biz_id_conflict; for held: held_by_fuse
+  Reason reason = Reason::none;  // rejected: any but none and budget_degrade (reason.hpp); held: held_by_fuse
   std::optional<GrantView> grant;  // granted, replayed, held: the grant (held: state pending)
   bool dry_run = false;  // granted would have happened; nothing was kept
   int64_t duration_us = 0;
@@ -124,7 +122,7 @@ struct HotTake {
 // The result of steps 1-8 for one request inside a caller's transaction (Engine::claim_step).
 struct StepResult {
   enum Kind { granted, rejected, twin } kind = rejected;
-  std::string reason;  // rejected: the reason code
+  Reason reason = Reason::none;  // rejected: why
   GrantView grant;     // granted: the new grant (state init)
   std::optional<int64_t> blocked_prize;  // rejected held_by_fuse: the blocked prize (none: the activity)
   std::optional<ClaimRequest::Drawn> drawn;  // rejected: the lottery draw it made (a held request keeps it)
@@ -190,8 +188,10 @@ class Engine {
   struct Phase1;  // deliver.cpp
   bool deliver_phase1(store::Tx& tx, int64_t grant_id, Phase1& p);
   // Records r as a pending grant held by the open event that blocks it (activity-wide, or
-  // blocked_prize's). False when no event blocks it any more (the caller claims again).
-  bool hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, ClaimOutcome& out);
+  // blocked_prize's), answering `out`, as decide_hold (held.hpp) says; run_again and give_up
+  // write nothing and leave `out` as it was.
+  int hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, int reruns_done,
+           ClaimOutcome& out);
   std::shared_ptr<const ActivityCatalog> catalog(store::Session& s, const std::string& code, int64_t id,
                                                  int64_t version);
   void deliver_after_commit(ClaimOutcome& out);
@@ -205,7 +205,7 @@ class Engine {
   std::optional<std::vector<ClaimOutcome>> claim_chunk_in_one(store::Tx& tx, const std::vector<ClaimRequest>& rs,
                                                               Millis now);
   // Whether the one-statement paths may answer r at all (PostgreSQL, switched on, callable, not a
-  // dry run, not a release of a held request).
+  // dry run).
   bool one_statement_allowed(const ClaimRequest& r) const;
   // The rules of r's activity for the one-statement paths: cached, else read on s; nullptr when
   // there is no such activity.

@@ -23,8 +23,7 @@ std::optional<int64_t> insert_grant(store::Session& s, const NewGrant& g, Millis
     // is written under the version whose rules the claim followed, or the claim runs again.
     params.insert(params.end(), {g.actor, g.why});
     auto ins = s.query("WITH g AS (" + kInsert +
-                           "), l AS (INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, "
-                           "request_id, created_at) SELECT 'grant', g.id, NULL, 'init', $18, $19, NULL, $16 FROM g "
+                           "), l AS (" + kStatusLogInsert + "SELECT 'grant', g.id, NULL, 'init', $18, $19, NULL, $16 FROM g "
                            "RETURNING entity_id) SELECT l.entity_id, (SELECT a.version FROM activity a WHERE a.id = $3) "
                            "FROM l",
                        params);

@@ -19,10 +19,26 @@ std::optional<int64_t> blocking_event(store::Session& s, int64_t activity_id, st
   auto r = s.query(
       "SELECT id FROM fuse_event WHERE activity_id = $1 AND state = 'tripped' AND "
       "(prize_id IS NULL OR prize_id = $2) ORDER BY CASE WHEN prize_id IS NULL THEN 0 ELSE 1 END, id LIMIT 1" +
-          std::string(s.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
+          s.lock_rows(store::Lock::share),
       {activity_id, store::opt(prize_id)});
   if (r.empty()) return std::nullopt;
   return r[0].i64(0);
+}
+
+HoldDecision decide_hold(store::Session& s, const std::string& activity_code, std::optional<int64_t> blocked_prize,
+                         int reruns_done) {
+  HoldDecision d;
+  auto a = s.query("SELECT id FROM activity WHERE code = $1", {activity_code});
+  if (!a.empty()) {
+    d.activity_id = a[0].i64(0);
+    if (auto ev = blocking_event(s, d.activity_id, blocked_prize)) {
+      d.verdict = HoldDecision::hold;
+      d.event = *ev;
+      return d;
+    }
+  }
+  d.verdict = reruns_done < kHoldReruns ? HoldDecision::run_again : HoldDecision::give_up;
+  return d;
 }
 
 std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t after, int64_t limit) {
@@ -47,12 +63,13 @@ std::optional<int64_t> insert_held(store::Session& s, const ClaimRequest& r, int
   auto ins = s.query(
       "INSERT INTO grants (record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, source, "
       "list_item_id, reason, fuse_event_id, draw_value, pool_version, created_at, updated_at) VALUES ($1, $2, $3, $4, "
-      "$5, 0, 0, 'pending', $6, $7, 'held_by_fuse', $8, $9, $10, $11, $11) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
+      "$5, 0, 0, 'pending', $6, $7, $12, $8, $9, $10, $11, $11) ON CONFLICT (biz_id) DO NOTHING RETURNING id",
       {new_id("R", now), r.biz_id, activity_id, store::opt(asked), r.user, store::opt(r.source),
-       store::opt(r.list_item_id), event_id, store::opt(draw_value), store::opt(draw_version), now});
+       store::opt(r.list_item_id), event_id, store::opt(draw_value), store::opt(draw_version), now,
+       name(Reason::held_by_fuse)});
   if (ins.empty()) return std::nullopt;
   const int64_t id = ins[0].i64(0);
-  log_created(s, id, GrantState::pending, actor, "held_by_fuse", now);
+  log_created(s, id, GrantState::pending, actor, name(Reason::held_by_fuse), now);
   return id;
 }
 
@@ -79,42 +96,36 @@ int64_t cancel_held(store::Session& s, int64_t event_id, const std::string& reas
   return int64_t(moved.size());
 }
 
-bool Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, ClaimOutcome& out) {
-  bool held = false, twin = false;
-  std::optional<int64_t> grant_id;
+int Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> blocked_prize, int reruns_done,
+                 ClaimOutcome& out) {
+  HoldDecision d;
+  bool twin = false;
   st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-    held = twin = false;
-    grant_id.reset();
-    auto a = tx.query("SELECT id FROM activity WHERE code = $1", {r.activity});
-    if (a.empty()) return tx.rollback_only();
-    const int64_t activity_id = a[0].i64(0);
-    auto ev = blocking_event(tx, activity_id, blocked_prize);
-    if (!ev) return tx.rollback_only();
-    held = true;
-    if (r.dry_run) return tx.rollback_only();
-    grant_id = insert_held(tx, r, activity_id, *ev, opts_.actor, now);
-    if (!grant_id) {
+    twin = false;
+    d = decide_hold(tx, r.activity, blocked_prize, reruns_done);
+    if (d.verdict != HoldDecision::hold || r.dry_run) return tx.rollback_only();
+    if (!insert_held(tx, r, d.activity_id, d.event, opts_.actor, now)) {
       twin = true;  // a twin with this biz_id committed first
       return tx.rollback_only();
     }
   });
-  if (!held) return false;
-  out.reason = "held_by_fuse";
+  if (d.verdict != HoldDecision::hold) return d.verdict;
+  out.reason = Reason::held_by_fuse;
   if (r.dry_run) {
     out.status = Status::held;
     out.dry_run = true;
-    return true;
+    return d.verdict;
   }
   auto g = find_grant_by_biz(st_.autocommit(), r.biz_id);
   if (!g) throw Error(Errc::busy, "biz_id " + r.biz_id + " was held but its grant is gone: try again");
   if (twin) {
-    out.reason.clear();
+    out.reason = Reason::none;
     answer_replay(r, *g, out);
   } else {
     out.status = Status::held;
     out.grant = g;
   }
-  return true;
+  return d.verdict;
 }
 
 namespace {
@@ -167,23 +178,21 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   }
   ClaimRequest r = held->request;
   r.dry_run = dry_run;
-  const int64_t activity_id = held->activity_id;
   const Millis now = clock_.now_ms();
 
   // A release and the fuses can race: the flow can be stopped by another fuse that is released
-  // again before the follow-up below looks for it (Engine::claim retries the same way).
-  constexpr int kLastAttempt = 2;
-  for (int attempt = 0;; ++attempt) {
+  // again before the follow-up below looks for it (decide_hold, as for a claim).
+  for (int reruns = 0;; ++reruns) {
     std::optional<GrantView> granted;
     std::optional<LadderMove> ladder;
     std::optional<int64_t> stopped_by;  // held_by_fuse: the prize whose fuse stopped the flow (none: the activity's)
-    std::string why;
+    Reason why = Reason::none;
     bool gone = false;
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       granted.reset();
       ladder.reset();
       stopped_by.reset();
-      why.clear();
+      why = Reason::none;
       gone = false;
       try {
         granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder, &stopped_by);
@@ -221,42 +230,38 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
     }
     res.reason = why;
     if (dry_run) {
-      res.result = why == "held_by_fuse" ? "still_held" : "would_reject";
+      res.result = why == Reason::held_by_fuse ? "still_held" : "would_reject";
       return res;
     }
     bool again = false;
     st_.transact(store::TxMode::write, [&](store::Tx& tx) {
       res.result = "decided";
       again = false;
-      if (why == "held_by_fuse") {
+      if (why == Reason::held_by_fuse) {
         // Another open event still blocks it: it stays held, by that event (no state change). The
         // event is looked for on the prize whose fuse stopped the flow (a request that named no
-        // prize is stopped by the prize its selection chose), as Engine::claim holds it.
-        auto ev = blocking_event(tx, activity_id, stopped_by ? stopped_by : held->prize_id);
-        if (ev && tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
-                          {*ev, now, grant_id}) == 1) {
-          res.result = "still_held";
-          res.reason = "held_by_fuse";
+        // prize is stopped by the prize its selection chose), as Engine::claim holds it. None: run
+        // again, or, past the bound, stay held by its event for that event's next release.
+        const HoldDecision d = decide_hold(tx, r.activity, stopped_by ? stopped_by : held->prize_id, reruns);
+        if (d.verdict == HoldDecision::run_again) {
+          again = true;
           return;
         }
-        if (!ev) {
-          // The fuse that stopped the flow was released meanwhile: nothing blocks the request now,
-          // so it goes through the flow again, never rejected for a hold that is gone. After
-          // kLastAttempt tries it stays held, by its event, for the next release of that event.
-          if (attempt < kLastAttempt) {
-            again = true;
-            return;
-          }
+        if (d.verdict == HoldDecision::give_up ||
+            tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
+                    {d.event, now, grant_id}) == 1) {
           res.result = "still_held";
-          res.reason = "held_by_fuse";
+          res.reason = Reason::held_by_fuse;
           return;
         }
       }
       // The world changed while it was held: rejected with the claim's reason, once.
       if (transition(tx, grant_id, GrantState::pending, GrantState::invalid, opts_.actor,
-                     "released from a fuse hold, rejected: " + why, now, ", reason = $5", {why})) {
+                     std::string("released from a fuse hold, rejected: ") + name(why), now, ", reason = $5",
+                     {name(why)})) {
         res.result = "rejected";
-        follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, why, opts_.actor, now);
+        follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, std::string(name(why)),
+                         opts_.actor, now);
       }
     });
     if (again) continue;
@@ -264,7 +269,7 @@ HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
   }
   res.state = current_state(st_.autocommit(), grant_id);
   spdlog::info("held record={} result={}{} state={}", res.record_code, res.result,
-               res.reason.empty() ? "" : " reason=" + res.reason, res.state);
+               res.reason == Reason::none ? "" : std::string(" reason=") + name(res.reason), res.state);
   return res;
 }
 

@@ -33,7 +33,7 @@ struct HeldResult {
   std::string record_code;
   std::string result;  // granted | rejected | still_held | cancelled | decided (someone else moved it first)
                        // | would_grant | would_reject (dry run)
-  std::string reason;  // rejected: the claim's reason word; still_held: the event that now holds it
+  Reason reason = Reason::none;  // rejected, would_reject: the claim's reason; still_held: held_by_fuse
   std::string state;   // the grant's state afterwards
 };
 
@@ -44,6 +44,24 @@ struct HeldGone {};
 // The open event that blocks `prize_id` (or, without one, the whole activity) now: an activity-wide
 // event first, then the prize's own, oldest first. nullopt when nothing blocks it.
 std::optional<int64_t> blocking_event(store::Session& s, int64_t activity_id, std::optional<int64_t> prize_id);
+
+// The one rule for a request the flow refused with held_by_fuse, for Engine::claim, claim_many and
+// release_held alike. It is held by the open event that blocks it now (blocking_event: the blocked
+// prize's, else the activity's). When none does, the fuse that stopped it was released between the
+// flow's look and this one: the flow runs again, never refusing for a hold that is gone - at most
+// kHoldReruns times for one request, since fuses can trip and release again in between. Past that
+// the caller gives up holding: a claim answers rejected held_by_fuse, a held grant stays held by
+// its event for the event's next release.
+inline constexpr int kHoldReruns = 2;
+struct HoldDecision {
+  enum Verdict { hold, run_again, give_up } verdict = give_up;
+  int64_t activity_id = 0;  // hold: the activity (0: no such activity)
+  int64_t event = 0;        // hold: the event that holds it
+};
+// `reruns_done`: how many times the flow already ran again for this request (0 after the first run).
+// REQUIRES: inside the write transaction that records the hold (blocking_event locks the event).
+HoldDecision decide_hold(store::Session& s, const std::string& activity_code, std::optional<int64_t> blocked_prize,
+                         int reruns_done);
 
 // The pending grants held by `event_id`, oldest first, at most `limit`, after id `after`.
 std::vector<int64_t> held_grants(store::Session& s, int64_t event_id, int64_t after, int64_t limit);

@@ -9,13 +9,13 @@ bool twin_committed(store::Session& s, const std::string& biz_id, int64_t own_gr
 void answer_replay(const ClaimRequest& r, const GrantView& g, ClaimOutcome& out) {
   if (g.user == r.user && g.activity == r.activity) {
     // a request still held by a fuse answers held, as the first time
-    const bool held = g.state == GrantState::pending && g.reason && *g.reason == "held_by_fuse";
+    const bool held = g.state == GrantState::pending && g.reason && *g.reason == name(Reason::held_by_fuse);
     out.status = held ? Status::held : Status::replayed;
-    if (held) out.reason = "held_by_fuse";
+    if (held) out.reason = Reason::held_by_fuse;
     out.grant = g;
   } else {
     out.status = Status::rejected;
-    out.reason = "biz_id_conflict";
+    out.reason = Reason::biz_id_conflict;
   }
 }
 

@@ -10,13 +10,13 @@ std::string scope_draws(int64_t id) { return "d:" + std::to_string(id); }
 
 void take_limit(store::Session& s, const std::string& scope, const std::string& user, const std::string& period_key,
                 int64_t limit, Millis now) {
-  if (limit <= 0) throw Rejection{"limit_reached"};
+  if (limit <= 0) throw Rejection{Reason::limit_reached};
   int64_t n = s.exec(
       "INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) VALUES ($1, $2, $3, 1, $4) "
       "ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1, "
       "updated_at = excluded.updated_at WHERE limit_counter.used < $5",
       {scope, user, period_key, now, limit});
-  if (n != 1) throw Rejection{"limit_reached"};
+  if (n != 1) throw Rejection{Reason::limit_reached};
 }
 
 void return_limit(store::Session& s, const std::string& scope, const std::string& user, const std::string& period_key) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/hash.hpp"
 
 namespace rc::engine {

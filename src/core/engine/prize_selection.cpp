@@ -27,7 +27,7 @@ int64_t redpack_amount(const PrizeInfo& p, std::optional<int64_t> kept, const Dr
 Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std::optional<std::string>& requested,
                         const std::string& user, Millis now, const Draw& draw, std::optional<int64_t> kept) {
   Selection sel;
-  if (cat.prizes.empty()) throw Rejection{"sold_out"};
+  if (cat.prizes.empty()) throw Rejection{Reason::sold_out};
   if (cat.kind == activity::Kind::lottery) {
     std::optional<size_t> chosen;
     if (!cat.guarantees.empty()) {
@@ -35,7 +35,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
       if (it != cat.guarantees.end()) chosen = it->second;
     }
     if (!chosen) {
-      if (cat.pool.total() <= 0) throw Rejection{"sold_out"};
+      if (cat.pool.total() <= 0) throw Rejection{Reason::sold_out};
       sel.draw_value = lottery_value(cat, kept, draw);
       chosen = cat.pool.pick(*sel.draw_value);
     }
@@ -43,7 +43,7 @@ Selection select_prizes(store::Session& s, const ActivityCatalog& cat, const std
     if (cat.consolation && *cat.consolation != *chosen) sel.candidates.push_back(*cat.consolation);
   } else if (requested) {
     const PrizeInfo* p = cat.prize(*requested);
-    if (!p) throw Rejection{"not_found"};
+    if (!p) throw Rejection{Reason::not_found};
     sel.candidates.push_back(size_t(p - cat.prizes.data()));
   } else {
     sel.candidates.push_back(0);
@@ -57,7 +57,7 @@ int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeI
   // an empty packet is never granted: a stored fixed amount 0 or range [0, 0] (lint refuses both)
   // has nothing to give
   if (!p.amount_max || *p.amount_max < 1) {
-    if (p.amount < 1) throw Rejection{"budget_exhausted"};
+    if (p.amount < 1) throw Rejection{Reason::budget_exhausted};
     if (!p.amount_max) return p.amount;
   }
   int64_t amount = redpack_amount(p, kept, draw);
@@ -65,7 +65,7 @@ int64_t grant_amount(store::Session& s, const ActivityCatalog& cat, const PrizeI
     // Never more than the budget left: the conditional update in take_budget still decides. Nor
     // an empty packet: less than one cent left is an exhausted budget, not a grant of 0 cents.
     int64_t left_units = budget_left_cents(s, cat.id) / p.unit_cost_cents;
-    if (left_units < std::max<int64_t>(redpack_least(p), 1)) throw Rejection{"budget_exhausted"};
+    if (left_units < std::max<int64_t>(redpack_least(p), 1)) throw Rejection{Reason::budget_exhausted};
     amount = std::min(amount, left_units);
   }
   return amount;

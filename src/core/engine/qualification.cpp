@@ -13,7 +13,7 @@ int64_t use_qualification(store::Session& s, int64_t activity_id, const std::str
   if (!q.empty()) return q[0].i64(0);
   auto st = s.query("SELECT status FROM qualification WHERE activity_id = $1 AND user_id = $2", {activity_id, user});
   const bool used = !st.empty() && state_from_db<QualificationStatus>(st[0].str(0)) == QualificationStatus::used;
-  throw Rejection{used ? "qualification_used" : "not_qualified"};
+  throw Rejection{used ? Reason::qualification_used : Reason::not_qualified};
 }
 
 void log_qualification_used(store::Session& s, int64_t qualification_id, const std::string& actor,

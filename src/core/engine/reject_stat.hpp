@@ -9,11 +9,12 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/engine/reason.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::engine {
 
 // Adds one to (activity, minute of `now`, reason). An unknown activity code counts nothing.
-void count_rejection(store::Store& st, const std::string& activity_code, const std::string& reason, Millis now);
+void count_rejection(store::Store& st, const std::string& activity_code, Reason reason, Millis now);
 
 }  // namespace rc::engine

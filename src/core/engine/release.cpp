@@ -1,5 +1,6 @@
 #include "core/engine/release.hpp"
 
+#include "core/audit.hpp"
 #include "core/engine/budget.hpp"
 #include "core/engine/limits.hpp"
 #include "core/engine/stock.hpp"
@@ -74,8 +75,7 @@ std::optional<Released> release_holdings(store::Session& tx, int64_t grant_id, c
   if (st.empty() || state_from_db<GrantState>(st[0].str(0)) != GrantState::failed) return std::nullopt;
   // The once-only guard, first: a grant released before already has this row, and then nothing
   // below runs. (Its reason is completed with what went back at the end.)
-  if (tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, request_id, created_at) "
-              "VALUES ('grant', $1, 'failed', 'failed', $2, $3, 'release', $4) "
+  if (tx.exec(kStatusLogInsert + "VALUES ('grant', $1, 'failed', 'failed', $2, $3, 'release', $4) "
               "ON CONFLICT (entity, entity_id, request_id) WHERE request_id IS NOT NULL DO NOTHING",
               {grant_id, actor, why.substr(0, 500), now}) != 1)
     return std::nullopt;

@@ -2,10 +2,10 @@
 
 namespace rc::engine {
 
-std::string risk_rejection(const ActivityGate& a) {
-  if (a.blacklisted) return "blacklisted";
-  if (a.fuse_tripped) return "held_by_fuse";
-  return "";
+Reason risk_rejection(const ActivityGate& a) {
+  if (a.blacklisted) return Reason::blacklisted;
+  if (a.fuse_tripped) return Reason::held_by_fuse;
+  return Reason::none;
 }
 
 std::set<int64_t> blocked_prizes(store::Session& s, const ActivityGate& a) {

@@ -10,8 +10,8 @@
 
 namespace rc::engine {
 
-// Why risk refuses this user in this activity (blacklisted, held_by_fuse), or "".
-std::string risk_rejection(const ActivityGate& a);
+// Why risk refuses this user in this activity (blacklisted, held_by_fuse), or Reason::none.
+Reason risk_rejection(const ActivityGate& a);
 
 // The ids of the activity's prizes held by a fuse (read only when the gate says there are some).
 std::set<int64_t> blocked_prizes(store::Session& s, const ActivityGate& a);

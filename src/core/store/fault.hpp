@@ -14,7 +14,7 @@
 //   anything else                 anything else                         bug          70
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::store {
 

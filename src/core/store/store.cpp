@@ -166,4 +166,12 @@ void retry_backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(d(rng)));
 }
 
+std::string lock_clause(Dialect d, Lock l, const char* of) {
+  if (d != Dialect::postgres) return "";
+  std::string out = l == Lock::share ? " FOR SHARE" : " FOR UPDATE";
+  if (of) out += std::string(" OF ") + of;
+  if (l == Lock::update_skip_locked) out += " SKIP LOCKED";
+  return out;
+}
+
 }  // namespace rc::store

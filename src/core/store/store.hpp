@@ -1,8 +1,9 @@
 #pragma once
 // The storage interface. The core writes portable SQL with $1, $2 ... placeholders and bound
 // parameters only; each implementation prepares statements once per connection and maps its
-// engine's errors to the project's error classes. Dialect-specific SQL is rare and explicit
-// (Session::dialect()).
+// engine's errors to the project's error classes. What the dialects spell differently is asked of
+// the session (Session::lock_rows), never chosen at a call site; Session::dialect() remains for the
+// rare statement that only one engine has.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -11,12 +12,21 @@
 #include <variant>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::store {
 
 enum class Dialect { sqlite, postgres };
 const char* dialect_name(Dialect d);
+
+// A row lock a SELECT asks for (Session::lock_rows).
+enum class Lock {
+  update,              // FOR UPDATE: the rows are this transaction's until it ends
+  update_skip_locked,  // FOR UPDATE SKIP LOCKED: rows another transaction holds are left out
+  share,               // FOR SHARE: a concurrent update of the rows waits for this transaction
+};
+// The clause for lock `l` in dialect `d` (Session::lock_rows, Store::lock_rows).
+std::string lock_clause(Dialect d, Lock l, const char* of = nullptr);
 
 using Value = std::variant<std::monostate, int64_t, std::string>;
 using Params = std::vector<Value>;
@@ -69,6 +79,11 @@ class Session {
   int64_t exec(const std::string& sql, const Params& params = {}) { return query(sql, params).affected; }
   // Runs several ;-separated statements without parameters (migrations).
   virtual void exec_script(const std::string& sql) = 0;
+  // The clause that ends a SELECT taking row lock `l` (on the rows of table alias `of`, when the
+  // statement joins): " FOR UPDATE [OF of] [SKIP LOCKED]" or " FOR SHARE [OF of]" on PostgreSQL;
+  // "" on SQLite, where the write transaction holds the whole database from BEGIN IMMEDIATE, so
+  // that every row it reads is as good as locked (and no other writer can skip to another row).
+  std::string lock_rows(Lock l, const char* of = nullptr) const { return lock_clause(dialect(), l, of); }
 };
 
 class Tx : public Session {
@@ -98,6 +113,8 @@ class Store {
  public:
   virtual ~Store() = default;
   virtual Dialect dialect() const = 0;
+  // As Session::lock_rows, for a statement run by query() below.
+  std::string lock_rows(Lock l, const char* of = nullptr) const { return lock_clause(dialect(), l, of); }
   // Where this store points, without any password: "sqlite:/path/x.db", "postgresql host=h db=d".
   virtual std::string describe() const = 0;
   // Runs fn in one transaction and commits unless fn called rollback_only() or threw. A busy,

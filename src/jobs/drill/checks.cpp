@@ -19,7 +19,7 @@ using activity::Kind;
 using activity::PrizeDef;
 
 std::string key(const engine::ClaimOutcome& c) {
-  return c.status == engine::Status::rejected ? "rejected:" + c.reason : engine::status_name(c.status);
+  return c.status == engine::Status::rejected ? std::string("rejected:") + name(c.reason) : engine::status_name(c.status);
 }
 
 // The figures every concurrent check shows of its workers: how many, how many distinct processes.
@@ -181,7 +181,7 @@ Check check_limits(Drill& x) {
     auto before = e.claim(request(code, "limit-user", code + ":edge-1"));
     x.clock.set(edge);
     auto after = e.claim(request(code, "limit-user", code + ":edge"));
-    const bool reset = before.status == engine::Status::rejected && before.reason == "limit_reached" &&
+    const bool reset = before.status == engine::Status::rejected && before.reason == engine::Reason::limit_reached &&
                        after.status == engine::Status::granted;
     fig["next_period"] = local;
     fig["before_edge"] = key(before);

@@ -179,7 +179,7 @@ std::map<std::string, int64_t> Drill::issue(const std::string& code, int64_t n, 
     }
     std::vector<engine::ClaimOutcome> outs;
     sc.st->transact(store::TxMode::write, [&](store::Tx& tx) { outs = e.claim_many(tx, rs); });
-    for (auto& c : outs) ++out[c.status == engine::Status::rejected ? "rejected:" + c.reason : engine::status_name(c.status)];
+    for (auto& c : outs) ++out[c.status == engine::Status::rejected ? std::string("rejected:") + name(c.reason) : engine::status_name(c.status)];
     done += k;
   }
   return out;

@@ -1,5 +1,5 @@
 #pragma once
-// drill: rehearse an activity before it goes live (seed 000 §5, seed 001 §6.2, seed 002 §8) — run its
+// drill: rehearse an activity before it goes live (docs/design.md §6.8) — run its
 // definition through the real engine and jobs, in a scratch database the drill owns, never the live
 // one, and say per check whether the rules hold.
 //

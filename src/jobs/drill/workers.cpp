@@ -322,7 +322,7 @@ int worker_main() {
       r.deliver = false;
       if (!t.prizes.empty()) r.prize = t.prizes[size_t((t.worker + i) % int64_t(t.prizes.size()))];
       auto c = e.claim(r);
-      ++outcomes[c.status == engine::Status::rejected ? "rejected:" + c.reason : engine::status_name(c.status)];
+      ++outcomes[c.status == engine::Status::rejected ? std::string("rejected:") + name(c.reason) : engine::status_name(c.status)];
       if (die) ::raise(SIGKILL);
     }
     say({{"pid", ::getpid()}, {"claims", i}, {"outcomes", outcomes}});

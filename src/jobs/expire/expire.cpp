@@ -123,10 +123,9 @@ int64_t expire_chunk(JobRun& run, store::Tx& tx, const std::string& table, const
     for (auto& row : upd.rows) {
       lp.push_back(row.i64(0));  // RETURNING id
       values += std::string(values.empty() ? "" : ", ") + "($1, CAST($" + std::to_string(lp.size()) +
-                " AS BIGINT), $2, $3, $4, $5, CAST($6 AS BIGINT))";
+                " AS BIGINT), $2, $3, $4, $5, NULL, CAST($6 AS BIGINT))";
     }
-    tx.exec("INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, created_at) VALUES " + values,
-            lp);
+    tx.exec(kStatusLogInsert + "VALUES " + values, lp);
   }
   changed = int64_t(upd.size());
   return int64_t(due.size());

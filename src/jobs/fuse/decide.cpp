@@ -123,7 +123,7 @@ void finish_held(engine::Engine& eng, int64_t event_id, HeldCounts& h) {
       after = id;
       auto r = eng.release_held(id, false);
       if (r.result == "granted") ++h.granted;
-      else if (r.result == "rejected") ++h.rejected, ++h.reasons[r.reason];
+      else if (r.result == "rejected") ++h.rejected, ++h.reasons[name(r.reason)];
       else if (r.result == "still_held") ++h.still_held;
       else ++h.decided;
       if (++seen % 1000 == 0) spdlog::info("fuse release: {} held request(s) done", seen);
@@ -244,7 +244,7 @@ Decision confirm(store::Store& st, const std::string& key, const std::string& re
     // that committed meanwhile owns those requests). FOR UPDATE (PostgreSQL) keeps it so until commit.
     if (!decided &&
         tx.query("SELECT 1 FROM fuse_event WHERE id = $1 AND state = 'tripped'" +
-                     std::string(tx.dialect() == store::Dialect::postgres ? " FOR UPDATE" : ""),
+                     tx.lock_rows(store::Lock::update),
                  {d.event.id})
             .empty())
       throw Error(Errc::conflict, "fuse event " + d.event.batch_no + " was released concurrently: nothing to confirm");

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/clock.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/states.hpp"
 #include "core/store/store.hpp"
 #include "jobs/import/load.hpp"

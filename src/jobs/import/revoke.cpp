@@ -48,8 +48,7 @@ void revoke_pg(store::Store& s, store::Tx& tx, const std::vector<std::string>& u
       "WITH r AS (UPDATE qualification q SET status = 'revoked', updated_at = $3::bigint "
       "FROM (SELECT DISTINCT user_id FROM rc_revoke_stg) s "
       "WHERE q.activity_id = $1::bigint AND q.user_id = s.user_id AND q.status = 'unused' RETURNING q.id) "
-      "INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, reason, created_at) "
-      "SELECT 'qualification', id, 'unused', 'revoked', $2::text, $4::text, $3::bigint FROM r",
+      + kStatusLogInsert + "SELECT 'qualification', id, 'unused', 'revoked', $2::text, $4::text, NULL, $3::bigint FROM r",
       {activity_id, o.operator_name, now, o.reason.empty() ? store::kNull : store::Value(o.reason)});
   c.not_found += tx.query(
                        "SELECT count(*) FROM rc_revoke_stg s WHERE NOT EXISTS (SELECT 1 FROM qualification q "

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/identifier.hpp"
 
 namespace rc::jobs::import {

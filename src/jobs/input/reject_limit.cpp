@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::jobs::import {
 

@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/csv_reader.hpp"
 
 namespace rc::jobs::import {

@@ -69,7 +69,7 @@ Status to_status(const BatchRow& b) {
 
 std::optional<BatchRow> find_batch(store::Session& s, const std::string& batch_no, bool for_update) {
   std::string sql = std::string(kBatchSelect) + "WHERE b.batch_no = $1";
-  if (for_update && s.dialect() == store::Dialect::postgres) sql += " FOR UPDATE OF b";
+  if (for_update) sql += s.lock_rows(store::Lock::update, "b");
   auto r = s.query(sql, {batch_no});
   if (r.empty()) return std::nullopt;
   return to_batch(r[0]);
@@ -200,9 +200,8 @@ Change cancel(store::Store& st, const std::string& batch_no, const std::string& 
     if (tx.dialect() == store::Dialect::postgres) {
       c.items = tx.query(
                      "WITH c AS (UPDATE list_item SET state = 'cancelled', updated_at = $2 WHERE batch_id = $1 "
-                     "AND state = 'pending' RETURNING id) INSERT INTO status_log (entity, entity_id, from_state, "
-                     "to_state, actor, reason, created_at) SELECT 'list_item', id, 'pending', 'cancelled', $3, $4, $2 "
-                     "FROM c",
+                     "AND state = 'pending' RETURNING id) " + kStatusLogInsert +
+                     "SELECT 'list_item', id, 'pending', 'cancelled', $3, $4, NULL, $2 FROM c",
                      {b.id, now, op, why})
                     .affected;
     } else {

@@ -20,13 +20,10 @@ namespace rc::jobs::list_issue {
 
 namespace {
 
-// Reasons that say "not now" rather than "never": the chunk is rolled back and the run stops with
-// its items still pending, so that pausing an activity does not reject the rest of the list. (A
-// fuse does not stop the run: the engine holds such a claim and the item is recorded held; only a
-// hold that could not be recorded, the event released meanwhile, answers held_by_fuse here.)
-bool transient(const std::string& reason) {
-  return reason == "paused" || reason == "not_started" || reason == "not_live" || reason == "held_by_fuse";
-}
+// Reasons that say "not now" rather than "never" (engine::is_transient): the chunk is rolled back
+// and the run stops with its items still pending, so that pausing an activity does not reject the
+// rest of the list. (A fuse does not stop the run: the engine holds such a claim and the item is
+// recorded held; only a hold that could not be recorded answers held_by_fuse here.)
 
 struct PendingItem {
   int64_t id;
@@ -115,9 +112,9 @@ void record_items(store::Tx& tx, const std::vector<ItemOutcome>& outs, const std
     n = tx.query("WITH v (id, state, record_code, reason) AS (VALUES " + values +
                      "), u AS (UPDATE list_item li SET state = v.state, record_code = v.record_code, reason = v.reason, "
                      "updated_at = $1 FROM v WHERE li.id = v.id AND li.state = 'pending' RETURNING li.id, li.state, "
-                     "li.record_code, li.reason) INSERT INTO status_log (entity, entity_id, from_state, to_state, actor, "
-                     "reason, created_at) SELECT 'list_item', u.id, 'pending', u.state, $2, COALESCE(u.reason, "
-                     "u.record_code), $1 FROM u",
+                     "li.record_code, li.reason) " + kStatusLogInsert +
+                     "SELECT 'list_item', u.id, 'pending', u.state, $2, COALESCE(u.reason, u.record_code), NULL, $1 "
+                     "FROM u",
                      p)
             .affected;
   } else {
@@ -178,7 +175,7 @@ class Worker {
     std::string sql = "SELECT id, user_id FROM list_item WHERE batch_id = $1 AND state = 'pending' AND id > $2 "
                       "ORDER BY id LIMIT $3";
     // Several processes share a batch: each locks its own chunk and skips the others'.
-    if (tx.dialect() == store::Dialect::postgres && !sh_.o.dry_run) sql += " FOR UPDATE SKIP LOCKED";
+    if (!sh_.o.dry_run) sql += tx.lock_rows(store::Lock::update_skip_locked);
     auto r = tx.query(sql, {sh_.b.id, after, limit});
     std::vector<PendingItem> out;
     out.reserve(r.size());
@@ -214,15 +211,15 @@ class Worker {
       auto& o = outs[i];
       if (o.status == engine::Status::held) {
         // a fuse blocks the prize: the item waits on its held grant, the run goes on
-        rec.push_back({items[i].id, ListItemState::held, o.grant->record_code, o.reason});
+        rec.push_back({items[i].id, ListItemState::held, o.grant->record_code, std::string(name(o.reason))});
         ++held;
       } else if (o.status == engine::Status::rejected) {
-        if (transient(o.reason) && !(o.reason == "not_live" && offline(tx)))
-          throw Error(Errc::busy, "activity " + sh_.b.activity + " answers " + o.reason + " for user " +
+        if (engine::is_transient(o.reason) && !(o.reason == engine::Reason::not_live && offline(tx)))
+          throw Error(Errc::busy, "activity " + sh_.b.activity + " answers " + name(o.reason) + " for user " +
                                       items[i].user + ": the run stops with the batch resumable; run it again "
                                       "when the activity issues again");
-        rec.push_back({items[i].id, ListItemState::rejected, std::nullopt, o.reason});
-        ++reasons[o.reason];
+        rec.push_back({items[i].id, ListItemState::rejected, std::nullopt, std::string(name(o.reason))});
+        ++reasons[name(o.reason)];
       } else {
         rec.push_back({items[i].id, ListItemState::issued, o.grant->record_code, std::nullopt});
         ++issued;
@@ -321,15 +318,14 @@ class Worker {
   engine::Engine engine_;
   int64_t pending_issued_ = 0, pending_held_ = 0;
   std::map<std::string, int64_t> pending_reasons_;
-  std::vector<engine::LadderMove> pending_ladder_;
+  std::vector<LadderMove> pending_ladder_;
 };
 
 std::optional<ListBatchState> batch_state(store::Store& st, int64_t batch_id) {
   // PostgreSQL: FOR SHARE waits for a cancel in flight (it updates the batch row first, then locks
   // the pending items, so a worker's SKIP LOCKED chunk came back empty) and reads its outcome;
   // a plain read would see "running" and the worker would end as if the batch were done.
-  auto r = st.query(std::string("SELECT state FROM list_batch WHERE id = $1") +
-                        (st.dialect() == store::Dialect::postgres ? " FOR SHARE" : ""),
+  auto r = st.query(std::string("SELECT state FROM list_batch WHERE id = $1") + st.lock_rows(store::Lock::share),
                     {batch_id});
   if (r.empty()) return std::nullopt;
   return state_from_db<ListBatchState>(r[0].str(0));

@@ -1,5 +1,5 @@
 #pragma once
-// report: the figures of one activity at a glance (seed 003 §12) — issuance over time by outcome,
+// report: the figures of one activity at a glance (docs/design.md §6.9) — issuance over time by outcome,
 // budget burn, stock per prize and bucket, reject reasons, delivery states and the resend backlog,
 // fuse events and the last reconcile run.
 //

@@ -46,12 +46,11 @@ StrandedGrant to_stranded(const store::Row& r) { return {r.i64(0), r.str_or(1, "
 int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t n, const ResendOptions& o,
                     std::vector<Claimed>& out, int64_t& items) {
   const Millis now = run.now();
-  const bool pg = tx.dialect() == store::Dialect::postgres;
   auto r = tx.query(std::string("SELECT rb.id, rb.grant_id, rb.expires_at, rb.attempts, rb.next_attempt_at, g.state, "
                                 "g.channel FROM resend_bill rb JOIN grants g ON g.id = rb.grant_id "
                                 "WHERE rb.state = 'pending' AND rb.next_attempt_at <= $1 AND (rb.next_attempt_at > $2 "
                                 "OR (rb.next_attempt_at = $2 AND rb.id > $3)) ORDER BY rb.next_attempt_at, rb.id LIMIT $4") +
-                        (pg ? " FOR UPDATE OF rb SKIP LOCKED" : ""),
+                        tx.lock_rows(store::Lock::update_skip_locked, "rb"),
                     {now, cur.at, cur.id, n});
   for (auto& row : r.rows) {
     const DueBill b = to_due_bill(row);
@@ -92,10 +91,9 @@ int64_t claim_bills(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t 
 // Grants left in init past the grace period. Returns the rows seen.
 int64_t claim_stranded(JobRun& run, store::Tx& tx, Counts& c, Cursor& cur, int64_t n, const ResendOptions& o,
                        std::vector<Claimed>& out, int64_t& items) {
-  const bool pg = tx.dialect() == store::Dialect::postgres;
   auto r = tx.query(std::string("SELECT id, channel, updated_at FROM grants WHERE state = 'init' AND updated_at <= $1 "
                                 "AND (updated_at > $2 OR (updated_at = $2 AND id > $3)) ORDER BY updated_at, id LIMIT $4") +
-                        (pg ? " FOR UPDATE SKIP LOCKED" : ""),
+                        tx.lock_rows(store::Lock::update_skip_locked),
                     {run.now() - o.init_grace_ms, cur.at, cur.id, n});
   for (auto& row : r.rows) {
     const StrandedGrant g = to_stranded(row);

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "util/hash.hpp"
 
 namespace rc::jobs {

@@ -1,6 +1,6 @@
 #include "jobs/runtime/job_table.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::jobs {
 

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace rc::jobs {
 

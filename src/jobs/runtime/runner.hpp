@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "core/store/store.hpp"
 #include "jobs/runtime/job_table.hpp"
 

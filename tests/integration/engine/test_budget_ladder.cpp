@@ -220,7 +220,7 @@ TEST_CASE("ladder: 16 concurrent claimers crossing every threshold move each ste
         auto out = rt::claim(*box.engine, "act", "w" + std::to_string(w) + "-" + std::to_string(i),
                              "c" + std::to_string(w) + "-" + std::to_string(i));
         if (out.status == rc::engine::Status::granted) ++granted;
-        else if (out.reason == "budget_exhausted") ++exhausted;
+        else if (out.reason == rc::engine::Reason::budget_exhausted) ++exhausted;
         else ++other;
       }
     });

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "core/activity/live.hpp"
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 #include "support/alert_sink.hpp"
 #include "support/seed.hpp"
 
@@ -88,11 +88,11 @@ void check_settled(const TestDb& db) {
                      "degrade_cents, stop_cents, ladder_step FROM budget");
   REQUIRE(r.size() == 1);
   const auto& b = r[0];
-  auto c = rc::engine::thresholds(b.i64(0), {b.opt_i64(2), b.opt_i64(3), b.opt_i64(4)});
+  auto c = rc::thresholds(b.i64(0), {b.opt_i64(2), b.opt_i64(3), b.opt_i64(4)});
   CHECK(b.opt_i64(5) == c.warn);
   CHECK(b.opt_i64(6) == c.degrade);
   CHECK(b.opt_i64(7) == c.stop);
-  CHECK(b.str(8) == rc::engine::ladder_step_name(rc::engine::step_for(b.i64(1), c)));
+  CHECK(b.str(8) == rc::ladder_step_name(rc::step_for(b.i64(1), c)));
 }
 
 }  // namespace
@@ -145,7 +145,7 @@ TEST_CASE("ladder hostile: budget raises racing claims leave the step where the 
         auto out = rt::claim(*box.engine, "act", "w" + std::to_string(w) + "-" + std::to_string(i),
                              "w" + std::to_string(w) + "-" + std::to_string(i));
         if (out.status == rc::engine::Status::granted) ++granted;
-        else if (out.reason == "budget_exhausted") ++exhausted;
+        else if (out.reason == rc::engine::Reason::budget_exhausted) ++exhausted;
       }
     });
   {

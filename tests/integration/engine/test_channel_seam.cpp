@@ -10,7 +10,7 @@
 
 #include "core/delivery/channel.hpp"
 #include "core/engine/channel.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "support/seed.hpp"
 #include "support/webhook_endpoint.hpp"
 

@@ -87,7 +87,7 @@ TEST_CASE("claim_many: a chunk the budget does not cover answers each request as
   for (int i = 0; i < 8; ++i) {
     CAPTURE(i);
     CHECK(outs[size_t(i)].status == (i < 5 ? Status::granted : Status::rejected));
-    if (i >= 5) CHECK(outs[size_t(i)].reason == "budget_exhausted");
+    if (i >= 5) CHECK(outs[size_t(i)].reason == rc::engine::Reason::budget_exhausted);
   }
   CHECK(db.count("SELECT consumed_cents FROM budget") == 500);
   CHECK(db.count("SELECT count(*) FROM grants") == 5);
@@ -108,7 +108,7 @@ TEST_CASE("claim_many: a chunk past the stock of a user's bucket moves on to oth
   for (int i = 0; i < 8; ++i) {
     CAPTURE(i);
     if (i < 6) CHECK(outs[size_t(i)].status == Status::granted);
-    else CHECK(outs[size_t(i)].reason == "sold_out");
+    else CHECK(outs[size_t(i)].reason == rc::engine::Reason::sold_out);
     granted += outs[size_t(i)].status == Status::granted;
   }
   CHECK(granted == 6);
@@ -132,7 +132,7 @@ TEST_CASE("claim_many: concurrent chunks of one prize never oversell, and the co
       for (int c = 0; c < 3; ++c)
         for (auto& o : chunk(b, "w" + std::to_string(w) + "c" + std::to_string(c) + "_", 20)) {
           if (o.status == Status::granted) ++granted;
-          else if (o.reason == "budget_exhausted") ++budget_out;
+          else if (o.reason == rc::engine::Reason::budget_exhausted) ++budget_out;
         }
     });
   for (auto& t : ts) t.join();
@@ -188,7 +188,7 @@ void crosswise_chunks(std::optional<int64_t> budget) {
       b.store->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) { outs = b.engine->claim_many(tx, rs); });
       for (auto& o : outs) {
         if (o.status == Status::granted) ++granted;
-        else if (o.reason == (budget ? "budget_exhausted" : "sold_out")) ++refused;
+        else if (o.reason == (budget ? rc::engine::Reason::budget_exhausted : rc::engine::Reason::sold_out)) ++refused;
       }
       retries += b.store->retries_used();
     });
@@ -246,7 +246,7 @@ TEST_CASE("claim_many: after a chunk the budget did not cover, the next chunk ru
   const size_t mark = seen.log().size();
   outs = chunk(b, "v", 8);
   CHECK(grant_inserts(mark) == 8);
-  for (auto& x : outs) CHECK(x.reason == "budget_exhausted");
+  for (auto& x : outs) CHECK(x.reason == rc::engine::Reason::budget_exhausted);
   CHECK(db.count("SELECT count(*) FROM grants") == 5);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 500);
   check_buckets(db);

@@ -182,13 +182,13 @@ TEST_CASE("claim one: a refusal inside the statement leaves nothing behind and t
   SUBCASE("limit reached: refused, nothing counted twice") {
     auto r = e.engine->claim(request(second, "b3"));
     CHECK(r.status == rc::engine::Status::rejected);
-    CHECK(r.reason == "limit_reached");
+    CHECK(r.reason == rc::engine::Reason::limit_reached);
     CHECK(db.count("SELECT used FROM limit_counter WHERE user_id = $1", {second}) == 1);
   }
   SUBCASE("sold out: refused with its reason, the budget and limit untouched") {
     auto r = e.engine->claim(request("z9", "b4"));
     CHECK(r.status == rc::engine::Status::rejected);
-    CHECK(r.reason == "sold_out");
+    CHECK(r.reason == rc::engine::Reason::sold_out);
     CHECK(db.count("SELECT count(*) FROM limit_counter WHERE user_id = 'z9'") == 0);
     CHECK(db.count("SELECT consumed_cents FROM budget") == 200);
   }
@@ -202,7 +202,7 @@ TEST_CASE("claim one: a refusal inside the statement leaves nothing behind and t
     db.ok({"activity", "pause", "act", "--reason", "test"});
     auto r = e.engine->claim(request("z8", "b5"));
     CHECK(r.status == rc::engine::Status::rejected);
-    CHECK(r.reason == "paused");
+    CHECK(r.reason == rc::engine::Reason::paused);
   }
   SUBCASE("blacklisted: the full flow answers blacklisted") {
     auto st = db.open();
@@ -210,7 +210,7 @@ TEST_CASE("claim one: a refusal inside the statement leaves nothing behind and t
              "WHERE code = 'act'");
     auto r = e.engine->claim(request("z7", "b6"));
     CHECK(r.status == rc::engine::Status::rejected);
-    CHECK(r.reason == "blacklisted");
+    CHECK(r.reason == rc::engine::Reason::blacklisted);
   }
 }
 
@@ -234,8 +234,8 @@ TEST_CASE("claim one: concurrent claims on one hot prize never oversell, and eac
         const std::string user = "u" + std::to_string(i * 2 + t % 2);
         auto o = e.engine->claim(request(user, "t" + std::to_string(t) + "-" + std::to_string(i)));
         if (o.status == rc::engine::Status::granted) ++granted;
-        else if (o.reason == "sold_out") ++sold_out;
-        else if (o.reason == "limit_reached") ++limited;
+        else if (o.reason == rc::engine::Reason::sold_out) ++sold_out;
+        else if (o.reason == rc::engine::Reason::limit_reached) ++limited;
         else ++other;
       }
     });
@@ -386,7 +386,7 @@ TEST_CASE("claim one: a lottery draw the statement refuses degrades to the conso
   d.calls = 0;
   auto over = e.engine->claim(l);
   CHECK(over.status == rc::engine::Status::rejected);
-  CHECK(over.reason == "limit_reached");
+  CHECK(over.reason == rc::engine::Reason::limit_reached);
   CHECK(d.calls <= 1);  // (the full flow refuses at the activity's limit before it would draw)
 }
 
@@ -409,7 +409,7 @@ TEST_CASE("claim one: concurrent lottery draws never oversell the drawn prizes, 
         const std::string user = "u" + std::to_string(i * 2 + t % 2);
         auto r = e.engine->claim(request(user, "t" + std::to_string(t) + "-" + std::to_string(i)));
         if (r.status == rc::engine::Status::granted) ++granted;
-        else if (r.reason == "limit_reached") ++limited;
+        else if (r.reason == rc::engine::Reason::limit_reached) ++limited;
         else ++other;
       }
     });
@@ -503,7 +503,7 @@ TEST_CASE("claim one: a red packet the budget no longer covers is capped by the 
   // nothing left below the minimum: budget_exhausted, answered by the full flow
   auto third = claim_drawing("u3", "b3", {0, 0});
   CHECK(third.status == rc::engine::Status::rejected);
-  CHECK(third.reason == "budget_exhausted");
+  CHECK(third.reason == rc::engine::Reason::budget_exhausted);
   CHECK(db.count("SELECT consumed_cents FROM budget") == 550);
   CHECK(db.count("SELECT sum(amount) FROM grants") == 550);
   CHECK(db.count("SELECT sum(amount) FROM ledger_entry") == 550);
@@ -525,7 +525,7 @@ TEST_CASE("claim one: concurrent red packets never spend past the budget") {
         auto r = e.engine->claim(request("t" + std::to_string(t) + "u" + std::to_string(i),
                                          "t" + std::to_string(t) + "-" + std::to_string(i)));
         if (r.status == rc::engine::Status::granted) ++granted;
-        else if (r.reason == "budget_exhausted") ++exhausted;
+        else if (r.reason == rc::engine::Reason::budget_exhausted) ++exhausted;
         else ++other;
       }
     });
@@ -798,7 +798,7 @@ TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the
     CAPTURE(i);
     CHECK(outs[size_t(i)].status == (i == 2 ? rc::engine::Status::rejected : rc::engine::Status::granted));
   }
-  CHECK(outs[2].reason == "limit_reached");
+  CHECK(outs[2].reason == rc::engine::Reason::limit_reached);
   // u5 is blacklisted and u7's biz id is taken (by u7: a replay): the gate refuses
   REQUIRE(e.engine->claim(request("u7", "c:u7")).status == rc::engine::Status::granted);
   outs = run_chunk(e, chunk_requests("u", 10));
@@ -808,7 +808,7 @@ TEST_CASE("claim chunk: one request the chunk cannot grant leaves nothing of the
     const auto& o = outs[size_t(i)];
     if (i == 5) {
       CHECK(o.status == rc::engine::Status::rejected);
-      CHECK(o.reason == "blacklisted");
+      CHECK(o.reason == rc::engine::Reason::blacklisted);
     } else if (i == 7) {
       CHECK(o.status == rc::engine::Status::replayed);
     } else {
@@ -838,7 +838,7 @@ TEST_CASE("claim chunk: after a chunk the statement refused, the activity's next
   REQUIRE(f.box.engine->claim(request("a1", "earlier:a1")).status == rc::engine::Status::granted);
   const auto& log = f.fs->log();
   auto outs = run_chunk(f.box, chunk_requests("a", 3));  // a1 is at its limit: refused, then the full flow
-  CHECK(outs[1].reason == "limit_reached");
+  CHECK(outs[1].reason == rc::engine::Reason::limit_reached);
   const size_t mark = log.size();
   outs = run_chunk(f.box, chunk_requests("b", 3));
   for (auto& x : outs) CHECK(x.status == rc::engine::Status::granted);
@@ -897,7 +897,7 @@ TEST_CASE("claim chunk: concurrent chunks sharing users never oversell, and each
         }
         for (auto& o : run_chunk(b, rs)) {
           if (o.status == rc::engine::Status::granted) ++granted;
-          else if (o.reason == "limit_reached") ++limited;
+          else if (o.reason == rc::engine::Reason::limit_reached) ++limited;
           else ++other;
         }
       }

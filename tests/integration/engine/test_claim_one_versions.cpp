@@ -25,7 +25,7 @@ rc::engine::ClaimRequest req(const std::string& user, const std::string& biz, st
 }
 std::string brief(const rc::engine::ClaimOutcome& o) {
   std::string s = rc::engine::status_name(o.status);
-  if (!o.reason.empty()) s += "/" + o.reason;
+  if (o.reason != rc::engine::Reason::none) s += std::string("/") + rc::name(o.reason);
   if (o.grant)
     s += "|" + o.grant->prize + "|" + std::to_string(o.grant->cost_cents) + "|v" +
          std::to_string(o.grant->pool_version.value_or(-1)) + "|" + rc::name(o.grant->state) + "|" + o.grant->channel;
@@ -147,9 +147,9 @@ TEST_CASE("claim one: fast and full-flow engines at once on one hot prize, the b
         auto r = e.engine->claim(req("u" + std::to_string(k % 20), "k" + std::to_string(k)));
         if (r.status == rc::engine::Status::granted) ++granted;
         else if (r.status == rc::engine::Status::replayed) ++replayed;
-        else if (r.reason == "budget_exhausted") ++budget;
-        else if (r.reason == "sold_out") ++sold;
-        else if (r.reason == "limit_reached") ++limited;
+        else if (r.reason == rc::engine::Reason::budget_exhausted) ++budget;
+        else if (r.reason == rc::engine::Reason::sold_out) ++sold;
+        else if (r.reason == rc::engine::Reason::limit_reached) ++limited;
         else ++other;
       }
     });

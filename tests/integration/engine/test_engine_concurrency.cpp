@@ -33,7 +33,7 @@ TEST_CASE("engine: 200 claims by one user with different biz_ids and limit 1 -> 
     for (int i = 0; i < 25; ++i) {
       auto o = claim(*b.engine, "act", "u1", "b" + std::to_string(w) + "_" + std::to_string(i));
       if (o.status == Status::granted) ++granted;
-      else if (o.reason == "limit_reached") ++limited;
+      else if (o.reason == rc::engine::Reason::limit_reached) ++limited;
     }
   });
   CHECK(granted == 1);
@@ -104,7 +104,7 @@ TEST_CASE("engine: stock 1 and two concurrent claimers -> one grant") {
     auto b = engine(db);
     auto o = claim(*b.engine, "act", "user" + std::to_string(w), "biz" + std::to_string(w));
     if (o.status == Status::granted) ++granted;
-    if (o.reason == "sold_out") ++sold_out;
+    if (o.reason == rc::engine::Reason::sold_out) ++sold_out;
   });
   CHECK(granted == 1);
   CHECK(sold_out == 1);
@@ -128,7 +128,7 @@ TEST_CASE("engine: stock 1000, 16 workers x 500 claims -> exactly 1000 grants, s
         std::string id = std::to_string(w) + "_" + std::to_string(i);
         auto o = claim(*b.engine, "act", "u" + id, "b" + id);
         if (o.status == Status::granted) ++granted;
-        else if (o.reason == "sold_out") ++sold_out;
+        else if (o.reason == rc::engine::Reason::sold_out) ++sold_out;
         else ++other;
       }
     });
@@ -162,7 +162,7 @@ TEST_CASE("engine: a budget of 1 cent and two concurrent claims -> one") {
     auto b = engine(db);
     auto o = claim(*b.engine, "act", "user" + std::to_string(w), "biz" + std::to_string(w));
     if (o.status == Status::granted) ++granted;
-    if (o.reason == "budget_exhausted") ++exhausted;
+    if (o.reason == rc::engine::Reason::budget_exhausted) ++exhausted;
   });
   CHECK(granted == 1);
   CHECK(exhausted == 1);

@@ -103,7 +103,7 @@ TEST_CASE("engine: a sold-out prize is known in a few statements, however many b
   CHECK(db.count("SELECT sum(remain) FROM stock") == 0);
   auto sold = count_claim("late", "late");
   INFO("statements for sold out: " << sold.second);
-  CHECK(sold.first.reason == "sold_out");
+  CHECK(sold.first.reason == rc::engine::Reason::sold_out);
   CHECK(sold.second <= 16);  // trying every bucket would be 256 statements
   CHECK(db.count("SELECT count(*) FROM grants") == 256);
 }
@@ -120,10 +120,10 @@ TEST_CASE("engine: the end second of the window is inclusive (end 23:59:59+08:00
   b = engine(db, at("2027-06-30T23:59:59.999+08:00"));
   CHECK(claim(*b.engine, "act", "u2", "b2").status == Status::granted);
   b = engine(db, at("2027-07-01T00:00:00+08:00"));
-  CHECK(claim(*b.engine, "act", "u3", "b3").reason == "ended");
+  CHECK(claim(*b.engine, "act", "u3", "b3").reason == rc::engine::Reason::ended);
   // the start second is inclusive too, and a moment before it is not
   b = engine(db, at("2027-05-31T23:59:59.999+08:00"));
-  CHECK(claim(*b.engine, "act", "u4", "b4").reason == "not_started");
+  CHECK(claim(*b.engine, "act", "u4", "b4").reason == rc::engine::Reason::not_started);
   b = engine(db, at("2027-06-01T00:00:00+08:00"));
   CHECK(claim(*b.engine, "act", "u5", "b5").status == Status::granted);
   // the CLI, with the clock fixed at the last half second
@@ -148,7 +148,7 @@ TEST_CASE("engine: a budget whose consumed + cost would pass 2^63-1 answers budg
   CHECK(first.status == Status::granted);
   auto second = claim(*b.engine, "act", "u2", "b2");
   CHECK(second.status == Status::rejected);
-  CHECK(second.reason == "budget_exhausted");
+  CHECK(second.reason == rc::engine::Reason::budget_exhausted);
   auto r = db.ok({"claim", "act", "--user", "u3", "--biz-id", "b3", "-o", "json"}, 1);
   CHECK(json::parse(r.out)["reason"] == "budget_exhausted");
   CHECK(db.count("SELECT consumed_cents FROM budget") == 5'000'000'000'000'000'000);

@@ -22,23 +22,23 @@ TEST_CASE("engine: activity state and window decide first") {
   seed(db, s);
   SUBCASE("not_found") {
     auto b = engine(db, at("2027-03-10T00:00:00Z"));
-    CHECK(claim(*b.engine, "nope", "u", "b").reason == "not_found");
+    CHECK(claim(*b.engine, "nope", "u", "b").reason == rc::engine::Reason::not_found);
   }
   SUBCASE("not_started / live / ended at the edges of a window ending 23:59:59+08:00") {
     auto b = engine(db, at("2027-02-28T15:59:59Z"));
-    CHECK(claim(*b.engine, "act", "u", "b0").reason == "not_started");
+    CHECK(claim(*b.engine, "act", "u", "b0").reason == rc::engine::Reason::not_started);
     b = engine(db, at("2027-03-31T15:59:58Z"));
     CHECK(claim(*b.engine, "act", "u", "b1").status == Status::granted);
     b = engine(db, at("2027-03-31T16:00:00Z"));
-    CHECK(claim(*b.engine, "act", "u", "b2").reason == "ended");
+    CHECK(claim(*b.engine, "act", "u", "b2").reason == rc::engine::Reason::ended);
   }
   SUBCASE("paused, then not_live after offline") {
     auto now = std::map<std::string, std::string>{{"REWARDCTL_NOW", "2027-03-10T00:00:00Z"}};
     db.ok({"activity", "pause", "act"}, 0, now);
     auto b = engine(db, at("2027-03-10T00:00:00Z"));
-    CHECK(claim(*b.engine, "act", "u", "b1").reason == "paused");
+    CHECK(claim(*b.engine, "act", "u", "b1").reason == rc::engine::Reason::paused);
     db.ok({"activity", "offline", "act", "--reason", "test", "--yes"}, 0, now);
-    CHECK(claim(*b.engine, "act", "u", "b2").reason == "not_live");
+    CHECK(claim(*b.engine, "act", "u", "b2").reason == rc::engine::Reason::not_live);
     CHECK(db.count("SELECT count(*) FROM grants") == 0);
   }
 }
@@ -50,7 +50,7 @@ TEST_CASE("engine: an activity under review is not live") {
   std::string f = write_file(db.dir(), "a.toml", definition(s));
   db.ok({"activity", "create", "-f", f, "--operator", "alice"});
   auto b = engine(db);
-  CHECK(claim(*b.engine, "act", "u", "b").reason == "not_live");
+  CHECK(claim(*b.engine, "act", "u", "b").reason == rc::engine::Reason::not_live);
 }
 
 TEST_CASE("engine: gray list, whitelist, blacklist and fuse") {
@@ -65,7 +65,7 @@ TEST_CASE("engine: gray list, whitelist, blacklist and fuse") {
     db.ok({"activity", "approve", "act", "--as", "tech", "--operator", "carol"});
     db.ok({"activity", "publish", "act", "--gray"});
     auto b = engine(db);
-    CHECK(claim(*b.engine, "act", "someone", "b1").reason == "not_in_gray_list");
+    CHECK(claim(*b.engine, "act", "someone", "b1").reason == rc::engine::Reason::not_in_gray_list);
     CHECK(claim(*b.engine, "act", "qa", "b2").status == Status::granted);
     db.ok({"activity", "publish", "act", "--full"});
     CHECK(claim(*b.engine, "act", "someone", "b3").status == Status::granted);
@@ -79,10 +79,10 @@ TEST_CASE("engine: gray list, whitelist, blacklist and fuse") {
     st->exec("INSERT INTO qualification (activity_id, user_id, status, created_at, updated_at) VALUES ($1, 'q1', 'unused', 0, 0)", {aid});
     st->exec("INSERT INTO qualification (activity_id, user_id, status, created_at, updated_at) VALUES ($1, 'q2', 'revoked', 0, 0)", {aid});
     auto b = engine(db);
-    CHECK(claim(*b.engine, "act", "nobody", "b0").reason == "not_qualified");
-    CHECK(claim(*b.engine, "act", "q2", "b1").reason == "not_qualified");
+    CHECK(claim(*b.engine, "act", "nobody", "b0").reason == rc::engine::Reason::not_qualified);
+    CHECK(claim(*b.engine, "act", "q2", "b1").reason == rc::engine::Reason::not_qualified);
     CHECK(claim(*b.engine, "act", "q1", "b2").status == Status::granted);
-    CHECK(claim(*b.engine, "act", "q1", "b3").reason == "qualification_used");
+    CHECK(claim(*b.engine, "act", "q1", "b3").reason == rc::engine::Reason::qualification_used);
     CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'used'") == 1);
     CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'qualification' AND to_state = 'used'") == 1);
   }
@@ -91,14 +91,14 @@ TEST_CASE("engine: gray list, whitelist, blacklist and fuse") {
     s.black = "\"bad\"";
     seed(db, s);
     auto b = engine(db);
-    CHECK(claim(*b.engine, "act", "bad", "b1").reason == "blacklisted");
+    CHECK(claim(*b.engine, "act", "bad", "b1").reason == rc::engine::Reason::blacklisted);
     CHECK(db.count("SELECT count(*) FROM grants") == 0);
   }
   SUBCASE("a blocked prize holds the request") {
     seed(db, Spec{});
     db.open()->exec("UPDATE prize SET blocked = 1");
     auto b = engine(db);
-    CHECK(claim(*b.engine, "act", "u", "b1").reason == "held_by_fuse");
+    CHECK(claim(*b.engine, "act", "u", "b1").reason == rc::engine::Reason::held_by_fuse);
     CHECK(db.count("SELECT SUM(remain) FROM stock") == 100);
   }
 }
@@ -114,11 +114,11 @@ TEST_CASE("engine: a day limit resets at midnight in the activity's zone, not UT
   auto b = engine(db, at("2026-11-30T15:59:00Z"));
   CHECK(claim(*b.engine, "act", "u", "b1").status == Status::granted);
   b = engine(db, at("2026-11-30T15:59:30Z"));
-  CHECK(claim(*b.engine, "act", "u", "b2").reason == "limit_reached");
+  CHECK(claim(*b.engine, "act", "u", "b2").reason == rc::engine::Reason::limit_reached);
   b = engine(db, at("2026-11-30T16:01:00Z"));
   CHECK(claim(*b.engine, "act", "u", "b3").status == Status::granted);
   b = engine(db, at("2026-11-30T23:00:00Z"));
-  CHECK(claim(*b.engine, "act", "u", "b4").reason == "limit_reached");
+  CHECK(claim(*b.engine, "act", "u", "b4").reason == rc::engine::Reason::limit_reached);
   CHECK(db.count("SELECT count(*) FROM limit_counter") == 2);
   CHECK(db.count("SELECT count(*) FROM limit_counter WHERE period_key = '2026-12-01'") == 1);
 }
@@ -135,7 +135,7 @@ TEST_CASE("engine: idempotency - a replay changes nothing, a reused biz_id is re
   CHECK(again.status == Status::replayed);
   CHECK(again.grant->record_code == first.grant->record_code);
   auto other = claim(*b.engine, "act", "u2", "biz");
-  CHECK(other.reason == "biz_id_conflict");
+  CHECK(other.reason == rc::engine::Reason::biz_id_conflict);
   CHECK_FALSE(other.grant);
   CHECK(db.count("SELECT count(*) FROM grants") == 1);
   CHECK(db.count("SELECT count(*) FROM status_log") == logs);
@@ -188,7 +188,7 @@ TEST_CASE("engine: redpack amounts stay in range and never exceed the budget lef
       CHECK(o.grant->amount >= 100);
       CHECK(o.grant->amount <= 300);
     } else {
-      CHECK(o.reason == "budget_exhausted");
+      CHECK(o.reason == rc::engine::Reason::budget_exhausted);
     }
   }
   CHECK(granted >= 3);
@@ -221,7 +221,7 @@ TEST_CASE("engine: a redpack range stored from 0 never grants an empty packet, n
   for (int k = 0; k < 3; ++k) {
     auto g = claim(*b.engine, "act", "late" + std::to_string(k), "late" + std::to_string(k));
     CHECK(g.status == Status::rejected);
-    CHECK(g.reason == "budget_exhausted");
+    CHECK(g.reason == rc::engine::Reason::budget_exhausted);
   }
   CHECK(draws == 13);  // once per claim, on both paths
   CHECK(db.count("SELECT count(*) FROM grants") == 10);  // nothing written for the late ones
@@ -242,11 +242,11 @@ TEST_CASE("engine: a redpack stored as a fixed 0 or a range [0, 0] is never gran
     for (int i = 0; i < 3; ++i) {
       auto g = claim(*b.engine, "act", "u" + std::to_string(i), "b" + std::to_string(i));
       CHECK(g.status == Status::rejected);
-      CHECK(g.reason == "budget_exhausted");
+      CHECK(g.reason == rc::engine::Reason::budget_exhausted);
     }
     // and with the budget spent (PostgreSQL's one statement took a packet costing 0 past it before)
     db.open()->exec("UPDATE budget SET consumed_cents = authorised_cents");
-    CHECK(claim(*b.engine, "act", "late", "late").reason == "budget_exhausted");
+    CHECK(claim(*b.engine, "act", "late", "late").reason == rc::engine::Reason::budget_exhausted);
     CHECK(db.count("SELECT count(*) FROM grants") == 0);
     CHECK(db.count("SELECT sum(remain) FROM stock") == 100);
     db.open()->exec("UPDATE budget SET consumed_cents = 0");  // (the books as they were, for the oracle)

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "support/harness.hpp"
 
 using nlohmann::json;
@@ -139,4 +139,52 @@ TEST_CASE("cli: help exit-codes prints the whole table") {
   for (auto& k : rc::errc_table()) CHECK(listed.count(rc::exit_int(k.exit)) == 1);  // every error kind's code is listed
   CHECK(r.out.find("{\"code\":67,\"meaning\":\"the activity, record, bill or qualification named does not exist\",\"name\":\"not_found\"") !=
         std::string::npos);
+}
+
+TEST_CASE("db: stored functions are repeatable sources: migrate runs a changed one again, never an older one") {
+  TestDb db;
+  auto m = json::parse(db.ok({"db", "migrate", "-o", "json"}).out);
+  if (!rt::is_pg()) {
+    // SQLite has no stored functions: nothing recorded, nothing stale
+    CHECK(m["functions"].empty());
+    CHECK(json::parse(db.ok({"db", "status", "-o", "json"}).out)["functions_stale"].empty());
+    return;
+  }
+  const std::set<std::string> both{"rewardctl_claim_chunk", "rewardctl_claim_one"};
+  CHECK(std::set<std::string>(m["functions"].begin(), m["functions"].end()) == both);
+  CHECK(db.count("SELECT count(*) FROM schema_functions") == 2);
+  // a second migrate has nothing to run
+  CHECK(json::parse(db.ok({"db", "migrate", "-o", "json"}).out)["functions"].empty());
+
+  // A function changed by hand (or by an older source): status names it, exits 1; migrate puts
+  // this binary's text back, and only that function.
+  auto body = [&] {
+    return db.open()->query("SELECT prosrc FROM pg_proc WHERE proname = 'rewardctl_claim_one' AND pronamespace = current_schema()::regnamespace").rows.at(0).str(0);
+  };
+  const std::string original = body();
+  db.open()->autocommit().exec_script(
+      "CREATE OR REPLACE FUNCTION rewardctl_claim_one(p_activity BIGINT, p_code TEXT, p_version BIGINT, p_now BIGINT, "
+      "p_user TEXT, p_biz TEXT, p_record TEXT, p_prize BIGINT, p_amount BIGINT, p_cost BIGINT, p_bucket BIGINT, "
+      "p_channel TEXT, p_source TEXT, p_expires BIGINT, p_actor TEXT, p_why TEXT, p_a_scope TEXT, p_a_period TEXT, "
+      "p_a_limit BIGINT, p_p_scope TEXT, p_p_period TEXT, p_p_limit BIGINT, p_budget BOOLEAN, p_bill TEXT, "
+      "p_asset TEXT, p_message TEXT, p_draw BIGINT DEFAULT NULL) RETURNS BIGINT LANGUAGE sql AS $$ SELECT NULL::bigint $$;"
+      "UPDATE schema_functions SET checksum = 'hand-made' WHERE name = 'rewardctl_claim_one'");
+  CHECK(body() != original);
+  auto st = json::parse(db.ok({"db", "status", "-o", "json"}, 1).out);
+  CHECK(st["state"] == "pending");
+  CHECK(st["functions_stale"] == json::array({"rewardctl_claim_one"}));
+  CHECK(json::parse(db.ok({"db", "migrate", "--dry-run", "-o", "json"}).out)["would_run_functions"] ==
+        json::array({"rewardctl_claim_one"}));
+  CHECK(body() != original);  // the dry run ran nothing
+  auto again = json::parse(db.ok({"db", "migrate", "-o", "json"}).out);
+  CHECK(again["applied"].empty());
+  CHECK(again["functions"] == json::array({"rewardctl_claim_one"}));
+  CHECK(body() == original);
+  CHECK(json::parse(db.ok({"db", "status", "-o", "json"}).out)["state"] == "current");
+
+  // Written by a binary that knows a newer schema: this (older) binary leaves it alone.
+  db.open()->exec("UPDATE schema_functions SET checksum = 'newer', schema_version = 9999 WHERE name = 'rewardctl_claim_one'");
+  CHECK(json::parse(db.ok({"db", "status", "-o", "json"}).out)["functions_stale"].empty());
+  CHECK(json::parse(db.ok({"db", "migrate", "-o", "json"}).out)["functions"].empty());
+  CHECK(db.count("SELECT count(*) FROM schema_functions WHERE checksum = 'newer'") == 1);
 }

@@ -73,7 +73,7 @@ TEST_CASE("fuse: max_count trips on a spike, blocks the prize, does not re-trip 
   CHECK(db.count("SELECT count(*) FROM status_log WHERE entity = 'fuse_event' AND to_state = 'tripped'") == 1);
   // blocked: a claim is refused with held_by_fuse and takes nothing
   t.clock->set(T);
-  CHECK(claim(*t.box.engine, "act", "late", "late-1").reason == "held_by_fuse");
+  CHECK(claim(*t.box.engine, "act", "late", "late-1").reason == rc::engine::Reason::held_by_fuse);
   CHECK(db.count("SELECT SUM(remain) FROM stock") == 91);
   // the rule does not trip again while its event is open
   CHECK(scan(db, 0).is_null());
@@ -107,7 +107,7 @@ TEST_CASE("fuse: max_amount trips on the cost issued in the window") {
   CHECK(trip["prize"].is_null());
   // the whole activity is blocked by the open event
   t.clock->set(T);
-  CHECK(claim(*t.box.engine, "act", "late", "late-1").reason == "held_by_fuse");
+  CHECK(claim(*t.box.engine, "act", "late", "late-1").reason == rc::engine::Reason::held_by_fuse);
 }
 
 TEST_CASE("fuse: period-over-period ignores volumes below min_count and steady traffic") {
@@ -165,7 +165,7 @@ TEST_CASE("fuse: block, confirm, unblock - audited, dry-run twins, idempotent") 
   CHECK(again["changed"] == false);
   CHECK(db.count("SELECT blocked FROM prize") == 1);
   t.clock->set(T);
-  CHECK(claim(*t.box.engine, "act", "x", "x1").reason == "held_by_fuse");
+  CHECK(claim(*t.box.engine, "act", "x", "x1").reason == rc::engine::Reason::held_by_fuse);
   std::string ev = b["event"];
   db.ok({"fuse", "confirm", ev, "--reason", "real incident", "--dry-run"}, 0, kNow);
   CHECK(db.count("SELECT count(*) FROM fuse_event WHERE decision IS NULL") == 1);

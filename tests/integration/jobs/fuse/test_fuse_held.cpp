@@ -304,7 +304,7 @@ TEST_CASE("fuse held: claims arriving while a release runs are held and then rel
       else {
         ++other;
         std::lock_guard<std::mutex> l(mu);
-        others.push_back(id + ": " + rc::engine::status_name(o.status) + " " + o.reason);
+        others.push_back(id + ": " + rc::engine::status_name(o.status) + " " + rc::name(o.reason));
       }
       if (release_done && ++after_release >= 20) stop = true;
     }
@@ -461,7 +461,7 @@ TEST_CASE("fuse held: a chunk request stopped again after a release in between i
   CHECK(phase == 3);
   REQUIRE(outs.size() == 1);
   CHECK(outs[0].status == rc::engine::Status::held);
-  CHECK(outs[0].reason == "held_by_fuse");
+  CHECK(outs[0].reason == rc::engine::Reason::held_by_fuse);
   CHECK(db.count("SELECT count(*) FROM grants g JOIN fuse_event e ON e.id = g.fuse_event_id WHERE g.state = 'pending' "
                  "AND g.reason = 'held_by_fuse' AND e.batch_no = $1",
                  {second}) == 1);

@@ -43,31 +43,43 @@ struct Counts {
   int64_t pending, issued, rejected, failed, cancelled, grants, stock_left, credited;
 };
 Counts check_batch(const TestDb& db, const std::string& batch, int64_t stock) {
-  auto n = [&](const std::string& state) {
-    return db.count("SELECT count(*) FROM list_item i JOIN list_batch b ON b.id = i.batch_id WHERE b.batch_no = $1 "
-                    "AND i.state = $2",
-                    {batch, state});
-  };
-  Counts c{n("pending"), n("issued"), n("rejected"), n("failed"), n("cancelled"), 0, 0, 0};
-  c.grants = db.count("SELECT count(*) FROM grants g JOIN list_item i ON i.id = g.list_item_id JOIN list_batch b "
-                      "ON b.id = i.batch_id WHERE b.batch_no = $1",
-                      {batch});
-  c.stock_left = db.count("SELECT sum(remain) FROM stock");
-  c.credited = db.count("SELECT count(*) FROM ledger_entry e JOIN grants g ON g.bill_no = e.bill_no JOIN list_item i "
-                        "ON i.id = g.list_item_id JOIN list_batch b ON b.id = i.batch_id WHERE b.batch_no = $1",
-                        {batch});
+  // Every figure from one snapshot (one read transaction: REPEATABLE READ on PostgreSQL): a run
+  // killed with SIGKILL may leave a COMMIT it had sent that the server finishes after the process is
+  // gone, and figures read one statement at a time would straddle it.
+  Counts c{};
+  int64_t items_with_grant = 0, stock_left = 0, all_grants = 0, logged = 0;
+  auto st = db.open();
+  st->transact(rc::store::TxMode::read, [&](rc::store::Tx& tx) {
+    auto count = [&](const std::string& sql, const rc::store::Params& p) { return tx.query(sql, p).rows.at(0).i64(0); };
+    auto n = [&](const std::string& state) {
+      return count("SELECT count(*) FROM list_item i JOIN list_batch b ON b.id = i.batch_id WHERE b.batch_no = $1 "
+                   "AND i.state = $2",
+                   {batch, state});
+    };
+    c = Counts{n("pending"), n("issued"), n("rejected"), n("failed"), n("cancelled"), 0, 0, 0};
+    c.grants = count("SELECT count(*) FROM grants g JOIN list_item i ON i.id = g.list_item_id JOIN list_batch b "
+                     "ON b.id = i.batch_id WHERE b.batch_no = $1",
+                     {batch});
+    c.stock_left = stock_left = count("SELECT COALESCE(sum(remain), 0) FROM stock", {});
+    c.credited = count("SELECT count(*) FROM ledger_entry e JOIN grants g ON g.bill_no = e.bill_no JOIN list_item i "
+                       "ON i.id = g.list_item_id JOIN list_batch b ON b.id = i.batch_id WHERE b.batch_no = $1",
+                       {batch});
+    items_with_grant = count("SELECT count(*) FROM list_item i JOIN list_batch b ON b.id = i.batch_id JOIN grants g ON "
+                             "g.record_code = i.record_code AND g.list_item_id = i.id AND g.user_id = i.user_id WHERE "
+                             "b.batch_no = $1 AND i.state IN ('issued', 'failed')",
+                             {batch});
+    all_grants = count("SELECT count(*) FROM grants", {});
+    logged = count("SELECT count(*) FROM status_log s JOIN list_item i ON i.id = s.entity_id JOIN list_batch b ON "
+                   "b.id = i.batch_id WHERE s.entity = 'list_item' AND b.batch_no = $1 AND s.from_state = 'pending'",
+                   {batch});
+  });
   // one grant per issued item and none for the others; its record code is on the item
   CHECK(c.grants == c.issued + c.failed);
-  CHECK(db.count("SELECT count(*) FROM list_item i JOIN list_batch b ON b.id = i.batch_id JOIN grants g ON "
-                 "g.record_code = i.record_code AND g.list_item_id = i.id AND g.user_id = i.user_id WHERE "
-                 "b.batch_no = $1 AND i.state IN ('issued', 'failed')",
-                 {batch}) == c.issued + c.failed);
+  CHECK(items_with_grant == c.issued + c.failed);
   // nothing oversold: every unit of stock is either left or in a grant
-  CHECK(c.stock_left + db.count("SELECT count(*) FROM grants") == stock);
+  CHECK(stock_left + all_grants == stock);
   // every item change has its status-log row
-  CHECK(db.count("SELECT count(*) FROM status_log s JOIN list_item i ON i.id = s.entity_id JOIN list_batch b ON "
-                 "b.id = i.batch_id WHERE s.entity = 'list_item' AND b.batch_no = $1 AND s.from_state = 'pending'",
-                 {batch}) == c.issued + c.rejected + c.failed + c.cancelled);
+  CHECK(logged == c.issued + c.rejected + c.failed + c.cancelled);
   return c;
 }
 

@@ -1,11 +1,11 @@
-#include "core/engine/budget_ladder.hpp"
+#include "core/budget_ladder.hpp"
 
 #include <cstdio>
 
 #include "core/alert_outbox.hpp"
 #include "core/audit.hpp"
 
-namespace rc::engine {
+namespace rc {
 
 namespace {
 constexpr int64_t kPpm = 1'000'000;
@@ -118,7 +118,7 @@ bool move_step(store::Session& s, LadderMove& m, const std::string& actor, const
 
 std::optional<LadderMove> settle_ladder(store::Session& s, int64_t activity_id, const std::string& code,
                                         const std::string& actor, const std::string& why, Millis now) {
-  const std::string lock = s.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
+  const std::string lock = s.lock_rows(store::Lock::update);
   auto r = s.query("SELECT authorised_cents, consumed_cents, warn_ppm, degrade_ppm, stop_ppm, ladder_step FROM budget "
                    "WHERE activity_id = $1" + lock,
                    {activity_id});
@@ -141,4 +141,4 @@ std::optional<LadderMove> settle_ladder(store::Session& s, int64_t activity_id, 
   return m;
 }
 
-}  // namespace rc::engine
+}  // namespace rc

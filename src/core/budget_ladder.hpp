@@ -1,5 +1,5 @@
 #pragma once
-// Rule 8c, the budget ladder (seed 002 §9.1): "降级动作要分级，不要一刀切" - spending is not cut off
+// Rule 8c, the budget ladder (docs/design.md §4.4): spending is not cut off
 // in one blow but in steps, each decided by the ratio of consumed over authorised budget:
 //   normal -> warn     (warn_at):    people are told (one WARN log line, one alert)
 //          -> degrade  (degrade_at): the prizes marked high_value are switched off - a lottery draw
@@ -24,7 +24,7 @@
 #include "core/clock.hpp"
 #include "core/store/store.hpp"
 
-namespace rc::engine {
+namespace rc {
 
 enum class LadderStep { normal, warn, degrade, stop };
 const char* ladder_step_name(LadderStep s);
@@ -79,4 +79,4 @@ bool move_step(store::Session& s, LadderMove& m, const std::string& actor, const
 std::optional<LadderMove> settle_ladder(store::Session& s, int64_t activity_id, const std::string& code,
                                         const std::string& actor, const std::string& why, Millis now);
 
-}  // namespace rc::engine
+}  // namespace rc
