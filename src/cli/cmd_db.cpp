@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include "cli/context.hpp"
 #include "core/embedded.hpp"
 #include "core/store/migrate.hpp"
@@ -50,7 +52,24 @@ Exit run_status(Ctx& ctx) {
     st = store::schema_status(*s);
     where = s->describe();
   }
-  ctx.out.record(status_json(where, store::dialect_name(dsn.dialect), st, exists));
+  json j = status_json(where, store::dialect_name(dsn.dialect), st, exists);
+  // The clock of decisions (core/store/clock_sync.hpp): the database's on PostgreSQL, the host's on
+  // SQLite, fixed under REWARDCTL_NOW.
+  if (ctx.clock_reading) {
+    const auto& r = *ctx.clock_reading;
+    j["clock"] = {{"source", "database"},
+                  {"host", format_utc(r.host)},
+                  {"database", format_utc(r.database)},
+                  {"offset_ms", r.offset()},
+                  {"round_trip_ms", r.round_trip_ms},
+                  {"max_clock_skew_ms", ctx.settings.db_max_clock_skew_ms},
+                  {"within_tolerance", std::llabs(r.offset()) <= ctx.settings.db_max_clock_skew_ms}};
+  } else {
+    j["clock"] = {{"source", dynamic_cast<const ServerClock*>(ctx.clock.get()) ? "host" : "REWARDCTL_NOW"},
+                  {"host", format_utc(ctx.now())}};
+  }
+  j["pooler"] = ctx.settings.db_pooler;
+  ctx.out.record(j);
   if (!ctx.out.json_mode()) {
     if (st.newer()) ctx.out.text("the schema is newer than this rewardctl: upgrade rewardctl");
     else if (!st.pending.empty()) ctx.out.text("run `rewardctl db migrate` to apply the pending migrations");

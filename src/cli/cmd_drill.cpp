@@ -56,6 +56,7 @@ Exit run_drill(Ctx& ctx) {
   o.peak_seconds = drill_opt.peak_seconds;
   o.scratch_url = drill_opt.scratch;
   o.live_url = ctx.settings.db_url;
+  o.pooled = ctx.store_options(false).pooled;
   o.live = live.get();
   o.operator_name = ctx.settings.operator_name;
   o.ledger_channels.clear();

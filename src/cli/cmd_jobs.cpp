@@ -54,7 +54,7 @@ Exit run_locks(Ctx& ctx) {
   std::vector<json> rows;
   for (auto& x : jobs::job_locks(*st)) {
     // a row whose lease nobody holds was left by a run that died: the next run replaces it
-    bool held = jobs::lease_held(dsn, x.name);
+    bool held = jobs::lease_held(dsn, ctx.store_options(), *st, x.name);
     rows.push_back({{"lock", x.name},
                     {"job", x.job.value_or("")},
                     {"host", x.host.value_or("")},

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -19,13 +20,39 @@
 
 namespace rc::cli {
 
-std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create) {
-  auto dsn = store::parse_dsn(settings.db_url, settings.db_url_source);
+store::StoreOptions Ctx::store_options(bool create) const {
   store::StoreOptions o;
   o.create_if_missing = create;
   o.busy_timeout_ms = settings.db_busy_timeout_ms;
   o.retries = settings.db_retries;
-  return store::open_store(dsn, o);
+  o.pooled = settings.db_pooler == "transaction";
+  return o;
+}
+
+std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create) {
+  auto dsn = store::parse_dsn(settings.db_url, settings.db_url_source);
+  auto s = store::open_store(dsn, store_options(create));
+  sync_clock(*s);
+  return s;
+}
+
+void Ctx::sync_clock(store::Store& st) {
+  auto* sc = dynamic_cast<ServerClock*>(clock.get());
+  if (!sc || clock_reading) return;  // REWARDCTL_NOW fixes the time; or measured already
+  clock_reading = store::read_server_clock(st);
+  if (!clock_reading) return;  // SQLite: the host's clock is the database's
+  sc->set_offset(clock_reading->offset());
+  if (std::llabs(clock_reading->offset()) > settings.db_max_clock_skew_ms)
+    spdlog::warn("{} (more than db.max_clock_skew_ms = {}): times are taken from the database; fix the host's "
+                 "clock (NTP); jobs that end or expire things refuse to run until then",
+                 store::describe_skew(*clock_reading), settings.db_max_clock_skew_ms);
+}
+
+void Ctx::require_clocks_agree(const std::string& what) const {
+  if (!clock_reading || std::llabs(clock_reading->offset()) <= settings.db_max_clock_skew_ms) return;
+  throw Error(Errc::config, what + " refused: " + store::describe_skew(*clock_reading) + ", more than " +
+                                "db.max_clock_skew_ms = " + std::to_string(settings.db_max_clock_skew_ms) +
+                                "; fix the host's clock (NTP) and run again (nothing was changed)");
 }
 
 // The file's text; "-" reads standard input. Missing or unreadable: exit 66.

@@ -8,6 +8,7 @@
 #include "core/activity/definition.hpp"
 #include "core/clock.hpp"
 #include "core/config.hpp"
+#include "core/store/clock_sync.hpp"
 #include "core/store/store.hpp"
 
 namespace CLI {
@@ -28,6 +29,18 @@ struct Ctx {
   // Opens without the schema check (db migrate / db status). create: may create the SQLite file.
   std::unique_ptr<store::Store> open_store_unchecked(bool create);
   Millis now() const { return clock->now_ms(); }
+  // The store options the settings give (the lease's and the drill workers' own connections too).
+  store::StoreOptions store_options(bool create = false) const;
+  // The host's clock against the database's, read when the first PostgreSQL store was opened (and
+  // from then on the clock of every decision: core/store/clock_sync.hpp); none on SQLite and under
+  // REWARDCTL_NOW. A difference beyond db.max_clock_skew_ms is warned about on every command.
+  std::optional<store::ClockReading> clock_reading;
+  // For jobs that end or expire things (expire): Error(config) naming both clocks when the host's
+  // clock and the database's differ by more than db.max_clock_skew_ms. Nothing is written then.
+  void require_clocks_agree(const std::string& what) const;
+
+ private:
+  void sync_clock(store::Store& st);
 };
 
 // Every command group, in the order --help lists them (register.cpp).

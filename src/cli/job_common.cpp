@@ -60,6 +60,8 @@ Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const 
   o.paused = js.paused;
   o.paused_by = js.paused_by;
   o.stop_file = js.stop_file;
+  o.store_options = ctx.store_options();
+  o.lease_ttl_ms = ctx.settings.db_lease_ttl_ms;
   if (auto why = jobs::pause_reason(o); !why.empty()) {
     // paused: not even the database is opened (run_job would say the same)
     spdlog::info("job {} paused ({}): nothing done", job, why);
@@ -69,6 +71,7 @@ Exit run_job_command(Ctx& ctx, const std::string& job, const JobFlags& f, const 
   }
   auto dsn = store::parse_dsn(ctx.settings.db_url, ctx.settings.db_url_source);
   auto st = ctx.open_store();
+  if (decl.clock_sensitive && !f.dry_run) ctx.require_clocks_agree("job " + job);
   auto rep = jobs::run_job(decl, fn, *st, dsn, *ctx.clock, o);
   if (print) {
     print(rep);

@@ -17,13 +17,17 @@ Millis SystemClock::now_ms() const {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+Millis ServerClock::host_ms() {
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
 std::unique_ptr<Clock> make_clock(const char* env) {
   if (env && *env) {
     auto t = parse_rfc3339(env);
     if (!t) throw Error(Errc::config, std::string("REWARDCTL_NOW is not RFC 3339 with an offset: '") + env + "'");
     return std::make_unique<FixedClock>(*t);
   }
-  return std::make_unique<SystemClock>();
+  return std::make_unique<ServerClock>();
 }
 
 static bool digits(const std::string& s, size_t pos, size_t n, int& out) {

@@ -1,6 +1,7 @@
 #pragma once
 // The one clock of the core. Storage keeps UTC epoch milliseconds; activities carry an IANA zone
 // for their windows and limit periods.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +22,21 @@ class SystemClock : public Clock {
   Millis now_ms() const override;
 };
 
+// The clock of decisions with many hosts (docs/design.md §9.1): the host's
+// clock corrected by its measured offset from the database server's (store/clock_sync.hpp). Until an
+// offset is set it is the host's clock, which is right where the database is the host's own (SQLite).
+// Thread-safe: the offset may be measured again while other threads read the time.
+class ServerClock : public Clock {
+ public:
+  Millis now_ms() const override { return host_ms() + offset_.load(std::memory_order_relaxed); }
+  static Millis host_ms();  // the host's own clock, for display and for measuring the offset
+  void set_offset(Millis offset) { offset_.store(offset, std::memory_order_relaxed); }
+  Millis offset() const { return offset_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<Millis> offset_{0};
+};
+
 class FixedClock : public Clock {
  public:
   explicit FixedClock(Millis t) : t_(t) {}
@@ -31,7 +47,8 @@ class FixedClock : public Clock {
   Millis t_;
 };
 
-// The process clock: SystemClock, unless REWARDCTL_NOW (RFC 3339, test-only) fixes the time.
+// The process clock: a ServerClock (offset 0 until a database is opened), unless REWARDCTL_NOW
+// (RFC 3339, test-only) fixes the time, which then also wins over the database's clock.
 // Throws Error(config) when REWARDCTL_NOW is set but not RFC 3339.
 std::unique_ptr<Clock> make_clock(const char* rewardctl_now_env);
 

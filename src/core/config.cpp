@@ -71,7 +71,7 @@ int get_int(const std::string& path, const toml::table& t, const char* key, cons
 // [jobs] holds the job runner's pause switch (jobs.paused, jobs.stop_file), read by the job commands.
 const std::map<std::string, std::set<std::string>>& sections() {
   static const std::map<std::string, std::set<std::string>> t = {
-      {"db", {"url", "busy_timeout_ms", "retries"}},
+      {"db", {"url", "busy_timeout_ms", "retries", "pooler", "max_clock_skew_ms", "lease_ttl_ms"}},
       {"output", {"format", "color"}},
       {"log", {"level", "file", "format"}},
       {"review", {"required", "distinct_approvers", "drill_required"}},
@@ -201,6 +201,15 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
       s.db_busy_timeout_ms = get_int(path, *db, "busy_timeout_ms", "db.busy_timeout_ms", s.db_busy_timeout_ms, 0,
                                      600000);
       s.db_retries = get_int(path, *db, "retries", "db.retries", s.db_retries, 0, 100);
+      if (auto* p = db->get("pooler")) {
+        s.db_pooler = get_str(path, *db, "pooler", "db.pooler", s.db_pooler);
+        s.db_pooler_source = where(path, *p);
+        if (s.db_pooler != "none" && s.db_pooler != "transaction")
+          bad(path, *p, "'db.pooler' must be \"none\" or \"transaction\", not '" + s.db_pooler + "'");
+      }
+      s.db_max_clock_skew_ms =
+          get_int(path, *db, "max_clock_skew_ms", "db.max_clock_skew_ms", s.db_max_clock_skew_ms, 0, 86400000);
+      s.db_lease_ttl_ms = get_int(path, *db, "lease_ttl_ms", "db.lease_ttl_ms", s.db_lease_ttl_ms, 1000, 3600000);
     }
     if (auto* o = t["output"].as_table()) {
       s.output = get_str(path, *o, "format", "output.format", s.output);
@@ -221,6 +230,7 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
 
   // 2. environment
   if (auto e = env("REWARDCTL_DB")) { s.db_url = *e; s.db_url_source = "REWARDCTL_DB"; }
+  if (auto e = env("REWARDCTL_DB_POOLER")) { s.db_pooler = *e; s.db_pooler_source = "REWARDCTL_DB_POOLER"; }
   if (auto e = env("REWARDCTL_OUTPUT")) s.output = *e;
   if (auto e = env("REWARDCTL_LOG_LEVEL")) s.log_level = *e;
   if (auto e = env("REWARDCTL_LOG_FILE")) s.log_file = *e;
@@ -232,6 +242,10 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
     s.review_distinct_approvers = parse_bool_env("REWARDCTL_REVIEW_DISTINCT_APPROVERS", *e);
   if (auto e = env("REWARDCTL_REVIEW_DRILL_REQUIRED"))
     s.review_drill_required = parse_bool_env("REWARDCTL_REVIEW_DRILL_REQUIRED", *e);
+
+  if (s.db_pooler != "none" && s.db_pooler != "transaction")
+    throw Error(Errc::config, s.db_pooler_source + ": db.pooler must be \"none\" or \"transaction\", not '" +
+                                  s.db_pooler + "'");
 
   // 3. flags
   if (flags.db) { s.db_url = *flags.db; s.db_url_source = "--db"; }

@@ -19,6 +19,12 @@ struct Settings {
   std::string db_url_source = "default";  // flag, env, file or default: named in error messages
   int db_busy_timeout_ms = 5000;
   int db_retries = 8;
+  // [db] pooler: "none" (a direct connection, or a pooler in session mode) or "transaction" (a
+  // pooler such as PgBouncer in transaction mode: no session state, store/store.hpp StoreOptions)
+  std::string db_pooler = "none";
+  std::string db_pooler_source = "default";
+  int db_max_clock_skew_ms = 2000;  // [db] max_clock_skew_ms: host vs database clock (core/clock.hpp)
+  int db_lease_ttl_ms = 30000;      // [db] lease_ttl_ms: a row lease's life between heartbeats
   std::string output = "table";        // table | json
   std::string log_level = "info";      // trace debug info warn error off
   std::string log_file;

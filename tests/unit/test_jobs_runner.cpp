@@ -57,17 +57,20 @@ TEST_CASE("jobs: the SQLite lease is an flock beside the database, freed when it
   REQUIRE(mkdtemp(dir));
   store::Dsn dsn{store::Dialect::sqlite, std::string(dir) + "/x.db"};
   CHECK(jobs::lease_file(dsn.target, "list-issue:B 1/2") == dsn.target + ".job-list-issue_B_1_2.lock");
+  store::StoreOptions create;
+  create.create_if_missing = true;
+  auto st = store::open_store(dsn, create);  // lease_held reads job_lock only for row leases
   {
-    auto a = jobs::try_lease(dsn, "expire");
+    auto a = jobs::try_lease(dsn, {}, "expire");
     REQUIRE(a);
-    CHECK_FALSE(jobs::try_lease(dsn, "expire"));  // a second holder, even in the same process
-    CHECK(jobs::lease_held(dsn, "expire"));
-    CHECK(jobs::try_lease(dsn, "reconcile"));  // another key is independent
+    CHECK_FALSE(jobs::try_lease(dsn, {}, "expire"));  // a second holder, even in the same process
+    CHECK(jobs::lease_held(dsn, {}, *st, "expire"));
+    CHECK(jobs::try_lease(dsn, {}, "reconcile"));  // another key is independent
   }
-  CHECK_FALSE(jobs::lease_held(dsn, "expire"));
-  CHECK(jobs::try_lease(dsn, "expire"));
+  CHECK_FALSE(jobs::lease_held(dsn, {}, *st, "expire"));
+  CHECK(jobs::try_lease(dsn, {}, "expire"));
   store::Dsn nowhere{store::Dialect::sqlite, "/nonexistent-dir/x.db"};
-  CHECK_THROWS_AS(jobs::try_lease(nowhere, "expire"), Error);
+  CHECK_THROWS_AS(jobs::try_lease(nowhere, {}, "expire"), Error);
   std::string cmd = "rm -rf " + std::string(dir);
   (void)!system(cmd.c_str());
 }

@@ -153,6 +153,12 @@ class Store {
     cancel_on_signal_ = on;
     cancel_changed(on);
   }
+  // A check that every write transaction of this store (and of its companions, present and
+  // future) runs first, inside the transaction: the fence of a job's lease (jobs/runtime/lease.hpp),
+  // which throws when the lease is gone, so that the transaction rolls back before it commits
+  // anything. nullptr removes it. Called from the thread that owns the store, between transactions.
+  using Fence = std::function<void(Tx&)>;
+  virtual void set_fence(std::shared_ptr<const Fence> f) { fence_ = std::move(f); }
 
  protected:
   explicit Store(int max_retries) : max_retries_(max_retries) {}
@@ -161,7 +167,12 @@ class Store {
   void before_retry(int attempt, const std::string& why);
   // Registers (on) or removes (off) the store's interrupt action; off waits for one under way.
   virtual void cancel_changed(bool) {}
+  // Runs the fence (set_fence) in a write transaction that has just begun.
+  void run_fence(TxMode mode, Tx& tx) const {
+    if (mode == TxMode::write && fence_) (*fence_)(tx);
+  }
   bool cancel_on_signal_ = true;
+  std::shared_ptr<const Fence> fence_;
 
  private:
   int max_retries_;
@@ -189,6 +200,11 @@ struct StoreOptions {
   bool create_if_missing = false;  // SQLite: create the file (db migrate only)
   int busy_timeout_ms = 5000;
   int retries = 8;
+  // PostgreSQL behind a pooler in transaction mode ([db] pooler = "transaction", docs/design.md §9.2):
+  // nothing may outlive a transaction on the server connection, which the next transaction may not
+  // get. Statements are sent unnamed (parsed each time) instead of prepared once, lock_timeout is
+  // set per transaction (SET LOCAL) instead of per session, and leases are rows with an expiry.
+  bool pooled = false;
 };
 
 struct Dsn {

@@ -45,6 +45,10 @@ bool same_pg_place(store::Store& a, store::Store& b) {
   return seen[0].i64(0) > 0;
 }
 
+std::string random_tag() {
+  return "d" + std::to_string(100000 + engine::random_below(900000));
+}
+
 // A scratch database: created and migrated, or checked to be empty or a drill's own.
 void open_scratch(Scratch& sc, const Options& o) {
   store::StoreOptions so;
@@ -63,6 +67,7 @@ void open_scratch(Scratch& sc, const Options& o) {
     sc.describe = sc.dsn.dialect == store::Dialect::sqlite ? "sqlite " + sc.dsn.target
                                                            : std::string("postgres (--scratch-db)");
   }
+  so.pooled = o.pooled && sc.dsn.dialect == store::Dialect::postgres;
   sc.st = store::open_store(sc.dsn, so);
   auto& st = *sc.st;
   const bool pg = st.dialect() == store::Dialect::postgres;
@@ -74,8 +79,13 @@ void open_scratch(Scratch& sc, const Options& o) {
     sc.describe = "postgres database " + database + ", schema " + schema + " (port " + port + ")";
   }
   // one drill at a time in a scratch database: a second one would meet the first one's moved clock
-  sc.lease = try_lease(sc.dsn, "drill");
-  if (!sc.lease) throw Error(Errc::busy, "another drill is running in this scratch database: try again when it ends");
+  // (behind a pooler the lease is a job_lock row, taken below once the tables exist)
+  const bool rows = row_leases(sc.dsn, so);
+  const std::string busy = "another drill is running in this scratch database: try again when it ends";
+  if (!rows) {
+    sc.lease = try_lease(sc.dsn, so, "drill");
+    if (!sc.lease) throw Error(Errc::busy, busy);
+  }
   const int64_t tables =
       st.query(pg ? "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
                   : "SELECT count(*) FROM sqlite_master WHERE type = 'table'")[0]
@@ -90,17 +100,19 @@ void open_scratch(Scratch& sc, const Options& o) {
                                 "database or one an earlier drill made (nothing was changed)");
   if (!marked) st.exec("CREATE TABLE IF NOT EXISTS drill_scratch (created_at BIGINT NOT NULL)");
   store::migrate(st, SystemClock().now_ms());
-}
-
-std::string random_tag() {
-  return "d" + std::to_string(100000 + engine::random_below(900000));
+  if (rows) {
+    sc.lease = try_row_lease(st, sc.dsn, so, "drill",
+                             "drill pid " + std::to_string(::getpid()) + " on " + host_name() + " " + random_tag(),
+                             30000);
+    if (!sc.lease) throw Error(Errc::busy, busy);
+  }
 }
 
 }  // namespace
 
 Scratch::~Scratch() {
+  lease.reset();  // first: a row lease deletes its row through st
   st.reset();
-  lease.reset();
   if (!tmpdir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(tmpdir, ec);
@@ -156,6 +168,7 @@ engine::EngineOptions Drill::engine_options() const {
 Counts Drill::run_job(const std::string& name, const std::function<void(JobRun&)>& fn) {
   RunOptions ro;
   ro.operator_name = o.operator_name;
+  ro.store_options.pooled = o.pooled && sc.dsn.dialect == store::Dialect::postgres;
   auto rep = jobs::run_job(job_decl(name), fn, *sc.st, sc.dsn, clock, ro);
   if (!rep.error.empty()) throw Error(Errc::internal, name + " in the scratch database: " + rep.error);
   return rep.counts;
@@ -187,6 +200,7 @@ std::map<std::string, int64_t> Drill::issue(const std::string& code, int64_t n, 
 
 WorkersRun Drill::processes(int workers, WorkerTask task) {
   task.dsn = sc.dsn;
+  task.pooled = o.pooled;
   task.now = clock.now_ms();
   task.operator_name = o.operator_name;
   return run_workers(std::vector<WorkerTask>(size_t(workers), task));

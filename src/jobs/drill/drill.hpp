@@ -56,6 +56,8 @@ struct Options {
   double peak_seconds = 2.0;
   std::string scratch_url;     // "" : a temporary SQLite file, removed afterwards
   std::string live_url;        // refused as a scratch database
+  bool pooled = false;         // a PostgreSQL scratch database is reached through a pooler in transaction
+                               // mode (db.pooler): no session state, a row lease (docs/design.md §9.2)
   store::Store* live = nullptr;  // the live database: a scratch database that turns out to be it is refused
   std::vector<std::string> ledger_channels{"ledger"};
   std::string operator_name = "rewardctl";

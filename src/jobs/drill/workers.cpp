@@ -118,7 +118,7 @@ Child spawn(const WorkerTask& t) {
   c.out = out[0];
   ::fcntl(c.out, F_SETFL, O_NONBLOCK);
   json j{{"check", t.check},   {"dialect", t.dsn.dialect == store::Dialect::postgres ? "postgres" : "sqlite"},
-         {"target", t.dsn.target}, {"code", t.code}, {"now", t.now}, {"operator", t.operator_name},
+         {"target", t.dsn.target}, {"pooled", t.pooled}, {"code", t.code}, {"now", t.now}, {"operator", t.operator_name},
          {"worker", t.worker}, {"claims", t.claims}, {"seconds", t.seconds}, {"user", t.user}, {"biz", t.biz},
          {"prizes", t.prizes}};
   const std::string line = j.dump() + "\n";
@@ -282,6 +282,7 @@ int worker_main() {
       t.check = j.at("check").get<std::string>();
       t.dsn = store::Dsn{j.at("dialect") == "postgres" ? store::Dialect::postgres : store::Dialect::sqlite,
                          j.at("target").get<std::string>()};
+      t.pooled = j.value("pooled", false);
       t.code = j.at("code").get<std::string>();
       t.now = j.at("now").get<Millis>();
       t.operator_name = j.at("operator").get<std::string>();
@@ -297,6 +298,7 @@ int worker_main() {
     store::StoreOptions so;
     so.busy_timeout_ms = 30000;
     so.retries = 20;
+    so.pooled = t.pooled && t.dsn.dialect == store::Dialect::postgres;
     auto st = store::open_store(t.dsn, so);
     FixedClock clock(t.now);
     engine::EngineOptions eo;

@@ -32,6 +32,7 @@ namespace rc::jobs::drill {
 struct WorkerTask {
   std::string check;  // the check's name (logs, the test hook)
   store::Dsn dsn;
+  bool pooled = false;  // StoreOptions::pooled of the worker's connection
   std::string code;   // the activity copy
   Millis now = 0;     // the drill's clock during the run
   std::string operator_name;

@@ -11,7 +11,7 @@ const std::vector<JobDecl>& job_table() {
   // what grants held would compare counters caught between two chunks.
   static const std::vector<JobDecl> t = {
       {"expire", "end activities past their window, expire qualifications and held grants past validity",
-       LockKind::exclusive, {"reconcile"}},
+       LockKind::exclusive, {"reconcile"}, true},
       {"resend", "redeliver due resend bills and stranded init grants with the same bill number", LockKind::per_item, {}},
       {"fuse-scan", "evaluate fuse rules and block what trips", LockKind::exclusive, {}},
       {"reconcile", "prove stock, budget, ledger and logs add up", LockKind::exclusive, {"expire"}},

@@ -21,6 +21,9 @@ struct JobDecl {
   std::string summary;
   LockKind lock = LockKind::exclusive;
   std::vector<std::string> conflicts;  // jobs whose lease this one also takes for its whole run
+  // ends or expires things by the clock, irreversibly: refused (exit 78) while the host's clock
+  // and the database's disagree beyond db.max_clock_skew_ms (core/store/clock_sync.hpp)
+  bool clock_sensitive = false;
 };
 
 // The table. Names are stable: they key job_run, job_lock, the metrics and the cron examples.

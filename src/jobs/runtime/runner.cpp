@@ -22,12 +22,6 @@ namespace rc::jobs {
 
 namespace {
 
-std::string host_name() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -118,14 +112,18 @@ class Runner {
     // 1. the lease, before any write
     std::vector<std::string> keys;
     std::vector<std::unique_ptr<Lease>> leases;
+    const bool rows = row_leases(dsn, o.store_options);
+    auto held_by = [&](const std::string& k) {
+      return Error(Errc::busy, "job " + decl.name + " cannot start: the lease '" + k + "' is held by " +
+                                   describe_holder(st, k, host_name()) + "; nothing was done");
+    };
     if (decl.lock == LockKind::exclusive && !o.dry_run) {
       keys.push_back(o.lease_key.value_or(decl.name));
       for (auto& c : decl.conflicts) keys.push_back(c);
       for (auto& k : keys) {
-        auto l = try_lease(dsn, k);
-        if (!l)
-          throw Error(Errc::busy, "job " + decl.name + " cannot start: the lease '" + k + "' is held by " +
-                                      describe_holder(st, k, host_name()) + "; nothing was done");
+        if (rows) continue;  // the job_lock rows below are the claim
+        auto l = try_lease(dsn, o.store_options, k);
+        if (!l) throw held_by(k);
         leases.push_back(std::move(l));
       }
     }
@@ -135,23 +133,49 @@ class Runner {
     const std::string host = host_name();
     const int64_t pid = int64_t(::getpid());
     const std::string holder = o.operator_name.empty() ? host : o.operator_name + "@" + host;
+    std::string taken;  // row leases: the key another run holds ("" = all taken)
     if (!o.dry_run) {
       run.run_id_ = transact(st, store::TxMode::write, [&](store::Tx& tx) {
+        taken.clear();
         int64_t id = tx.query("INSERT INTO job_run (job, holder, state, started_at, host, pid) "
                               "VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
                               {decl.name, holder, started, host, pid})[0]
                          .i64(0);
         for (auto& k : keys) {
-          tx.exec("DELETE FROM job_lock WHERE name = $1", {k});
-          tx.exec("INSERT INTO job_lock (name, holder, acquired_at, expires_at, job, host, pid, run_id) "
-                  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                  {k, holder, started, started + o.max_runtime_ms.value_or(24LL * 3600 * 1000), decl.name, host, pid,
-                   id});
+          // the claim is held (advisory lock, lock file): a row left by a run that died goes. Row
+          // leases: the row is the claim, taken only when it has expired.
+          // Row leases expire by the database's clock (lease.hpp), whatever this host's says.
+          if (rows) {
+            if (!clear_row_lease(tx, k)) {
+              taken = k;
+              tx.rollback_only();
+              return int64_t(0);
+            }
+          } else {
+            tx.exec("DELETE FROM job_lock WHERE name = $1", {k});
+          }
+          const std::string expires = rows ? std::string(kDbNowMs) + " + $4" : "$4";
+          const int64_t span = rows ? o.lease_ttl_ms : started + o.max_runtime_ms.value_or(24LL * 3600 * 1000);
+          if (tx.exec("INSERT INTO job_lock (name, holder, acquired_at, expires_at, job, host, pid, run_id) "
+                      "VALUES ($1, $2, $3, " + expires + ", $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING",
+                      {k, holder, started, span, decl.name, host, pid, id}) == 0) {
+            taken = k;
+            tx.rollback_only();  // nothing is written: not even this run's job_run row
+            return int64_t(0);
+          }
         }
         return id;
       });
+      if (!taken.empty()) throw held_by(taken);
     }
     rep.run_id = run.run_id_;
+    // The fence: from here on every write transaction of the run proves it still holds its lease.
+    // Row leases beat on a connection of their own as well, between (and during long) transactions.
+    std::unique_ptr<Heartbeat> beat;
+    if (!keys.empty() && !o.dry_run) {
+      st.set_fence(lease_fence(run.run_id_, keys, rows ? o.lease_ttl_ms : 0));
+      if (rows) beat = std::make_unique<Heartbeat>(dsn, o.store_options, run.run_id_, o.lease_ttl_ms);
+    }
 
     // 2. the work
     std::optional<Error> failure;
@@ -183,6 +207,8 @@ class Runner {
     // cancel request sent for the work's last statement and arriving late would cancel the record
     // and leave the run 'running' with its lease rows behind.
     store::SignalsSpare spare(st);
+    st.set_fence(nullptr);  // (the record is written even when the lease was lost)
+    beat.reset();
     if (!o.dry_run) {
       try {
         st.transact(store::TxMode::write, [&](store::Tx& tx) {

@@ -38,6 +38,8 @@ struct RunOptions {
   std::string stop_file;                 // jobs.stop_file: its existence pauses every job
   // the lease key when it is not the job's name (a list-issue batch: "list-issue:B...")
   std::optional<std::string> lease_key;
+  store::StoreOptions store_options;  // for the lease's own connections (pooled: row leases)
+  int64_t lease_ttl_ms = 30000;       // a row lease's life between heartbeats (db.lease_ttl_ms)
 };
 
 // What a job's function sees. REQUIRES: used only from the thread that runs the job.

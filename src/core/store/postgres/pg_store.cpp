@@ -101,20 +101,26 @@ struct Prepared {
 
 class PgSession : public Tx {
  public:
-  PgSession(pqxx::connection& c, pqxx::transaction_base& t, std::unordered_map<std::string, Prepared>& prepared)
+  // prepared == nullptr: every statement is sent unnamed (a pooler in transaction mode).
+  PgSession(pqxx::connection& c, pqxx::transaction_base& t, std::unordered_map<std::string, Prepared>* prepared)
       : conn_(c), t_(t), prepared_(prepared) {}
   Dialect dialect() const override { return Dialect::postgres; }
 
   Result query(const std::string& sql, const Params& params) override {
     try {
-      auto it = prepared_.find(sql);
-      if (it == prepared_.end()) {
-        Prepared p{"rc" + std::to_string(prepared_.size() + 1), placeholder_count(sql)};
-        conn_.prepare(p.name, sql);
-        it = prepared_.emplace(sql, std::move(p)).first;
+      const Prepared* prep = nullptr;
+      if (prepared_) {
+        auto it = prepared_->find(sql);
+        if (it == prepared_->end()) {
+          Prepared p{"rc" + std::to_string(prepared_->size() + 1), placeholder_count(sql)};
+          conn_.prepare(p.name, sql);
+          it = prepared_->emplace(sql, std::move(p)).first;
+        }
+        prep = &it->second;
+        check_parameter_count(sql, prep->params, params.size());
+      } else {
+        check_parameter_count(sql, placeholder_count(sql), params.size());
       }
-      check_parameter_count(sql, it->second.params, params.size());
-      const std::string& name = it->second.name;
       std::vector<std::string> storage;
       storage.reserve(params.size());
       std::vector<const char*> ptrs;
@@ -133,7 +139,10 @@ class PgSession : public Tx {
       }
       for (size_t i = 0; i < params.size(); ++i)
         if (!std::holds_alternative<std::monostate>(params[i])) ptrs[i] = storage[i].c_str();
-      return convert(t_.exec_prepared(name, pqxx::prepare::make_dynamic_params(ptrs)));
+      if (prep) return convert(t_.exec_prepared(prep->name, pqxx::prepare::make_dynamic_params(ptrs)));
+      // an unnamed statement (PQexecParams): parsed and planned each time, and nothing is left
+      // behind on the server connection for another client to collide with
+      return convert(t_.exec_params(sql, pqxx::prepare::make_dynamic_params(ptrs)));
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
@@ -154,13 +163,13 @@ class PgSession : public Tx {
  private:
   pqxx::connection& conn_;
   pqxx::transaction_base& t_;
-  std::unordered_map<std::string, Prepared>& prepared_;
+  std::unordered_map<std::string, Prepared>* prepared_;
 };
 
 // Each statement in its own implicit transaction.
 class PgAutoSession : public Session {
  public:
-  PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, Prepared>& prepared)
+  PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, Prepared>* prepared)
       : conn_(c), prepared_(prepared) {}
   Dialect dialect() const override { return Dialect::postgres; }
   Result query(const std::string& sql, const Params& params) override {
@@ -176,7 +185,7 @@ class PgAutoSession : public Session {
 
  private:
   pqxx::connection& conn_;
-  std::unordered_map<std::string, Prepared>& prepared_;
+  std::unordered_map<std::string, Prepared>* prepared_;
 };
 
 class PgBulk : public BulkWriter {
@@ -237,11 +246,15 @@ class PgStore : public Store {
     desc_ = "postgresql host=" + std::string(conn_->hostname() ? conn_->hostname() : "") +
             " port=" + std::string(conn_->port() ? conn_->port() : "") +
             " dbname=" + std::string(conn_->dbname() ? conn_->dbname() : "");
-    try {
-      pqxx::nontransaction n(*conn_);
-      n.exec("SET lock_timeout = '" + std::to_string(std::max(1, o.busy_timeout_ms)) + "ms'");
-    } catch (const std::exception& e) {
-      rethrow_pg(e, "SET lock_timeout");
+    const std::string timeout = "lock_timeout = '" + std::to_string(std::max(1, o.busy_timeout_ms)) + "ms'";
+    lock_timeout_ = "SET LOCAL " + timeout;
+    if (!o.pooled) {  // (behind a transaction pooler, a session setting would stay on a shared connection)
+      try {
+        pqxx::nontransaction n(*conn_);
+        n.exec("SET " + timeout);
+      } catch (const std::exception& e) {
+        rethrow_pg(e, "SET lock_timeout");
+      }
     }
     // SIGINT/SIGTERM cancel the statement in progress (a batch's INSERT may run for minutes), so
     // that the command stops at once with its transaction rolled back. libpq's cancel request
@@ -265,7 +278,12 @@ class PgStore : public Store {
   std::string describe() const override { return desc_; }
   Store* companion(size_t i) override {
     while (companions_.size() <= i) companions_.push_back(std::make_unique<PgStore>(conninfo_, opts_));
+    companions_[i]->set_fence(fence_);
     return companions_[i].get();
+  }
+  void set_fence(std::shared_ptr<const Fence> f) override {
+    for (auto& c : companions_) c->set_fence(f);
+    Store::set_fence(std::move(f));
   }
 
   void transact(TxMode mode, const std::function<void(Tx&)>& fn) override {
@@ -274,10 +292,10 @@ class PgStore : public Store {
       try {
         if (mode == TxMode::write) {
           pqxx::work w(*conn_);
-          run(w, fn);
+          run(w, mode, fn);
         } else {
           pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> w(*conn_);
-          run(w, fn);
+          run(w, mode, fn);
         }
         return;
       } catch (const Retryable& e) {
@@ -296,7 +314,7 @@ class PgStore : public Store {
   }
 
   Session& autocommit() override {
-    if (!auto_) auto_ = std::make_unique<PgAutoSession>(*conn_, prepared_);
+    if (!auto_) auto_ = std::make_unique<PgAutoSession>(*conn_, opts_.pooled ? nullptr : &prepared_);
     return *auto_;
   }
 
@@ -308,8 +326,10 @@ class PgStore : public Store {
 
  private:
   template <class W>
-  void run(W& w, const std::function<void(Tx&)>& fn) {
-    PgSession s(*conn_, w, prepared_);
+  void run(W& w, TxMode mode, const std::function<void(Tx&)>& fn) {
+    PgSession s(*conn_, w, opts_.pooled ? nullptr : &prepared_);
+    if (opts_.pooled) s.exec_script(lock_timeout_);
+    run_fence(mode, s);
     fn(s);
     if (s.rollback_requested()) w.abort();
     else w.commit();
@@ -321,6 +341,7 @@ class PgStore : public Store {
   std::unique_ptr<pqxx::connection> conn_;
   std::unordered_map<std::string, Prepared> prepared_;
   std::string desc_;
+  std::string lock_timeout_;  // "SET LOCAL lock_timeout = '5000ms'"
   std::unique_ptr<PgAutoSession> auto_;
   int cancel_action_ = 0;
 };

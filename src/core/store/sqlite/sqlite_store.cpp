@@ -208,6 +208,7 @@ class SqliteStore : public Store {
       try {
         db_->exec(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN");
         open = true;
+        run_fence(mode, s);
         fn(s);
         db_->exec(s.rollback_requested() ? "ROLLBACK" : "COMMIT");
         return;
