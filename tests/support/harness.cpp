@@ -83,6 +83,8 @@ Run run_as(const std::vector<std::string>& argv_s, const std::map<std::string, s
     envs.push_back(kv);
   }
   for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  // through the pooler, every rewardctl run is told so (as an operator's config would)
+  if (is_pooled() && !env.count("REWARDCTL_DB_POOLER")) envs.push_back("REWARDCTL_DB_POOLER=transaction");
   std::vector<char*> envp;
   for (auto& e : envs) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -120,7 +122,15 @@ std::string backend() {
   return b && *b ? b : "sqlite";
 }
 
-bool is_pg() { return backend() == "postgres"; }
+bool is_pg() { return backend() == "postgres" || backend() == "pgbouncer"; }
+
+bool is_pooled() { return backend() == "pgbouncer"; }
+
+rc::store::StoreOptions store_options() {
+  rc::store::StoreOptions o;
+  o.pooled = is_pooled();
+  return o;
+}
 
 static std::string pg_base() {
   const char* p = std::getenv("REWARDCTL_TEST_PG");
@@ -135,13 +145,26 @@ TestDb::TestDb() {
     url_ = "sqlite:" + dir_ + "/test.db";
     return;
   }
-  REQUIRE(backend() == "postgres");
+  REQUIRE(is_pg());
   std::random_device rd;
   schema_ = "t" + std::to_string(getpid()) + "_" + std::to_string(rd() % 1000000000);
   auto base = pg_base();
   auto s = rc::store::open_postgres(base, {});
-  s->exec("CREATE SCHEMA " + schema_);
-  url_ = base + " options='-c search_path=" + schema_ + "'";
+  if (!is_pooled()) {
+    s->exec("CREATE SCHEMA " + schema_);
+    url_ = base + " options='-c search_path=" + schema_ + "'";
+    return;
+  }
+  // Through the pooler: a database of its own (PgBouncer refuses the `options` startup parameter
+  // that picks a schema, and every database name passes through to the server).
+  const char* p = std::getenv("REWARDCTL_TEST_PGBOUNCER");
+  if (!p || !*p)
+    FAIL("the pooled suite needs PgBouncer: run `scripts/dev test`, or set REWARDCTL_TEST_PGBOUNCER to a conninfo");
+  s->exec("CREATE DATABASE " + schema_);
+  database_ = schema_;
+  // every rewardctl a test starts (run_as, spawn helpers of their own) runs as a pooled client
+  ::setenv("REWARDCTL_DB_POOLER", "transaction", 1);
+  url_ = std::string(p) + " dbname=" + schema_;
 }
 
 void TestDb::check_books() const {
@@ -196,7 +219,10 @@ TestDb::~TestDb() {
     }
   }
   try {
-    if (!schema_.empty()) {
+    if (!database_.empty()) {
+      auto s = rc::store::open_postgres(pg_base(), {});
+      s->exec("DROP DATABASE " + database_ + " WITH (FORCE)");  // FORCE: the pooler's connections
+    } else if (!schema_.empty()) {
       auto s = rc::store::open_postgres(pg_base(), {});
       s->exec("DROP SCHEMA " + schema_ + " CASCADE");
     }
@@ -228,7 +254,7 @@ Run TestDb::ok(std::vector<std::string> args, int expect, const std::map<std::st
 }
 
 std::unique_ptr<rc::store::Store> TestDb::open() const {
-  return rc::store::open_store(rc::store::parse_dsn(url_, "test"), {});
+  return rc::store::open_store(rc::store::parse_dsn(url_, "test"), store_options());
 }
 
 int64_t TestDb::count(const std::string& sql, const rc::store::Params& p) const {

@@ -28,11 +28,17 @@ Run run(const std::vector<std::string>& args, const std::map<std::string, std::s
 Run run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                 const std::string& input = "", const std::string& cwd = "");
 
-std::string backend();  // "sqlite" or "postgres"
-bool is_pg();
+// "sqlite", "postgres", or "pgbouncer" (PostgreSQL through a pooler in transaction mode:
+// REWARDCTL_TEST_PGBOUNCER names it, every rewardctl run gets REWARDCTL_DB_POOLER=transaction)
+std::string backend();
+bool is_pg();      // postgres or pgbouncer
+bool is_pooled();  // pgbouncer
+// The store options of a direct connection the test opens (pooled through the pooler).
+rc::store::StoreOptions store_options();
 
-// A fresh, empty database for one test: a file in a temporary directory (SQLite) or a schema of its
-// own on the test server (PostgreSQL). Removed at the end of the test.
+// A fresh, empty database for one test: a file in a temporary directory (SQLite), a schema of its
+// own on the test server (PostgreSQL), or a database of its own reached through the pooler
+// (pgbouncer). Removed at the end of the test.
 //
 // The oracle: when the test leaves grants, qualifications, ledger entries or resend bills behind
 // (it issued, reversed, imported, expired or resent), reconcile runs over the database at the end
@@ -61,7 +67,7 @@ class TestDb {
   void migrate() const;
 
  private:
-  std::string url_, dir_, schema_;
+  std::string url_, dir_, schema_, database_;
   bool oracle_ = true;
 };
 

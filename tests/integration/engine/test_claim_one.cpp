@@ -107,7 +107,7 @@ TEST_CASE("claim one: a claim writes the same rows and answers the same as the f
   s.budget = 1'000'000;
   s.amount = 2;
   seed(db, s);
-  const bool pg = backend() == "postgres";
+  const bool pg = is_pg();
   rc::engine::EngineOptions full;
   full.one_statement_claims = false;
   auto f = faulty(db, 0);  // counts and logs every statement of the one-statement engine
@@ -550,7 +550,7 @@ TEST_CASE("claim one: concurrent red packets never spend past the budget") {
 TEST_CASE("claim one: migration 0014 runs where the function is missing, and claims use it afterwards") {
   TestDb db;
   db.migrate();
-  const bool pg = backend() == "postgres";
+  const bool pg = is_pg();
   if (pg) {
     auto st = db.open();
     st->exec("DROP FUNCTION rewardctl_claim_one");
@@ -590,7 +590,7 @@ TEST_CASE("claim one: a function that cannot be called leaves claims to the full
   TestDb db;
   db.migrate();
   seed(db, Spec{});
-  if (backend() == "postgres") db.open()->exec("DROP FUNCTION rewardctl_claim_one");
+  if (is_pg()) db.open()->exec("DROP FUNCTION rewardctl_claim_one");
   auto e = engine(db, kNow);
   for (int i = 0; i < 2; ++i) {
     auto o = e.engine->claim(request("u" + std::to_string(i), "b" + std::to_string(i)));
@@ -611,7 +611,7 @@ TEST_CASE("claim one: a call that fails for another reason is an error, not a fa
   TestDb db;
   db.migrate();
   seed(db, Spec{});
-  if (backend() == "postgres") {
+  if (is_pg()) {
     auto st = db.open();
     auto f = st->query("SELECT pg_get_function_arguments(p.oid), pg_get_function_result(p.oid) FROM pg_proc p JOIN "
                        "pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'rewardctl_claim_one' AND "
@@ -636,7 +636,7 @@ TEST_CASE("claim one: an ambiguous overload of the function leaves claims to the
   TestDb db;
   db.migrate();
   seed(db, Spec{});
-  if (backend() == "postgres") {
+  if (is_pg()) {
     auto st = db.open();
     auto f = st->query("SELECT pg_get_function_arguments(p.oid), pg_get_function_result(p.oid) FROM pg_proc p JOIN "
                        "pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'rewardctl_claim_one' AND "
@@ -652,7 +652,7 @@ TEST_CASE("claim one: an ambiguous overload of the function leaves claims to the
   auto r = db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1", "-o", "json"});
   CHECK(last_json(r)["outcome"] == "granted");
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 1);
-  if (backend() == "postgres") CHECK(r.err.find("cannot be called") != std::string::npos);
+  if (is_pg()) CHECK(r.err.find("cannot be called") != std::string::npos);
 }
 
 // ---- a chunk in one statement (rewardctl_claim_chunk, list-issue's chunks) ----
@@ -747,7 +747,7 @@ TEST_CASE("claim chunk: a chunk writes the same rows and answers the same as the
       "SELECT count(*) FROM status_log a JOIN status_log b ON b.entity = 'grant' AND b.entity_id = a.entity_id AND "
       "b.to_state = 'success' WHERE a.entity = 'grant' AND a.to_state = 'init' AND b.id = a.id + 1";
   CHECK(ref_db.count(adjacent) == 36);
-  CHECK(one_db.count(adjacent) == (backend() == "postgres" ? 0 : 36));
+  CHECK(one_db.count(adjacent) == (is_pg() ? 0 : 36));
 }
 
 TEST_CASE("claim chunk: a covered chunk is one call of the function on PostgreSQL, the full flow on SQLite") {
@@ -766,7 +766,7 @@ TEST_CASE("claim chunk: a covered chunk is one call of the function on PostgreSQ
   auto outs = run_chunk(f.box, chunk_requests("u", 50));
   for (auto& o : outs) CHECK(o.status == rc::engine::Status::granted);
   CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == 55);
-  if (backend() == "postgres") {
+  if (is_pg()) {
     // BEGIN, SAVEPOINT, the call, RELEASE, COMMIT: no statement per request
     CHECK(naming(log, before, "rewardctl_claim_chunk") == 1);
     CHECK(naming(log, before, "INSERT INTO grants") == 0);
@@ -842,7 +842,7 @@ TEST_CASE("claim chunk: after a chunk the statement refused, the activity's next
   const size_t mark = log.size();
   outs = run_chunk(f.box, chunk_requests("b", 3));
   for (auto& x : outs) CHECK(x.status == rc::engine::Status::granted);
-  CHECK(naming(log, 0, "rewardctl_claim_chunk") == (backend() == "postgres" ? 1 : 0));
+  CHECK(naming(log, 0, "rewardctl_claim_chunk") == (is_pg() ? 1 : 0));
   CHECK(naming(log, mark, "rewardctl_claim_chunk") == 0);
   CHECK(naming(log, mark, "INSERT INTO grants") == 3);
   CHECK(db.count("SELECT count(*) FROM grants") == 6);
@@ -921,7 +921,7 @@ TEST_CASE("claim chunk: a chunk function that cannot be called leaves chunks to 
   TestDb db;
   db.migrate();
   seed(db, Spec{});
-  if (backend() == "postgres") db.open()->exec("DROP FUNCTION rewardctl_claim_chunk");
+  if (is_pg()) db.open()->exec("DROP FUNCTION rewardctl_claim_chunk");
   auto e = engine(db, kNow);
   for (int c = 0; c < 2; ++c) {
     auto outs = run_chunk(e, chunk_requests("u" + std::to_string(c) + "_", 5));
@@ -950,7 +950,7 @@ TEST_CASE("claim chunk: a user id that is not UTF-8 never reaches the statement"
   } catch (const rc::Error&) {
     threw = true;  // PostgreSQL's UTF8 database refuses the bytes
   }
-  if (backend() == "postgres") {
+  if (is_pg()) {
     CHECK(threw);
     CHECK(db.count("SELECT count(*) FROM grants") == 0);
   } else {
