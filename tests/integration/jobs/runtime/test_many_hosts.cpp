@@ -119,13 +119,13 @@ TEST_CASE("many hosts: a host two days ahead - db status shows the offset, expir
   }
 }
 
-TEST_CASE("many hosts: db.pooler takes none or transaction; anything else is refused with its file and line") {
+TEST_CASE("many hosts: db.pooler takes none or transaction - anything else is refused with its file and line") {
   TestDb db;
   db.migrate();
-  std::string cfg = rt::write_file(db.dir(), "rewardctl.toml", "[db]\npooler = \"session\"\n");
+  std::string cfg = rt::write_file(db.dir(), "bad.toml", "[db]\npooler = \"session\"\n");
   const int64_t before = db.count("SELECT count(*) FROM job_run");
   auto r = db.ok({"--config", cfg, "expire"}, 78);
-  CHECK(r.err.find("rewardctl.toml") != std::string::npos);
+  CHECK(r.err.find("bad.toml:2") != std::string::npos);
   CHECK(r.err.find("pooler") != std::string::npos);
   CHECK(r.err.find("transaction") != std::string::npos);
   auto e = db.ok({"expire"}, 78, {{"REWARDCTL_DB_POOLER", "yes"}});
