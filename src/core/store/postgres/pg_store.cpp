@@ -3,7 +3,10 @@
 // unique keys, and bounded retries on serialization failures and deadlocks.
 #include <pqxx/pqxx>
 
+#include <unistd.h>
+
 #include <array>
+#include <random>
 #include <unordered_map>
 
 #include "core/interrupt.hpp"
@@ -50,10 +53,23 @@ std::string sqlstate_of(const std::exception& ex) {
   return "";
 }
 
+// The prefix of this process's prepared statement names: unique to the process, so that behind a
+// pooler in transaction mode that was not declared (db.pooler), a statement of another client on a
+// shared server connection is never run in place of ours; the mismatch shows as 42P05 or 26000.
+const std::string& statement_prefix() {
+  static const std::string p = "rc" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}() % 1000000) + "_";
+  return p;
+}
+
 // Every libpqxx exception becomes the project's error through the one classification in
 // store/fault.hpp; the message keeps the SQLSTATE so that an operator can look it up.
 [[noreturn]] void rethrow_pg(const std::exception& ex, const std::string& sql) {
   const std::string st = sqlstate_of(ex);
+  if (st == "42P05" || st == "26000")  // our prepared statements met another connection's state
+    throw Error(Errc::config, "PostgreSQL error " + st + ": " + first_line(ex.what()) +
+                                  ": the server connection changed between this command's statements, as it does "
+                                  "behind a pooler in transaction mode (PgBouncer): set [db] pooler = \"transaction\" "
+                                  "or REWARDCTL_DB_POOLER=transaction (docs/design.md §9.2)");
   if (!st.empty()) {
     const Fault f = classify_sqlstate(st, interrupted());
     std::string msg = "PostgreSQL error " + st + ": " + first_line(ex.what());
@@ -112,7 +128,7 @@ class PgSession : public Tx {
       if (prepared_) {
         auto it = prepared_->find(sql);
         if (it == prepared_->end()) {
-          Prepared p{"rc" + std::to_string(prepared_->size() + 1), placeholder_count(sql)};
+          Prepared p{statement_prefix() + std::to_string(prepared_->size() + 1), placeholder_count(sql)};
           conn_.prepare(p.name, sql);
           it = prepared_->emplace(sql, std::move(p)).first;
         }

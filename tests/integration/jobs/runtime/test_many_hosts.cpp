@@ -217,3 +217,39 @@ TEST_CASE("many hosts: a run whose lease was taken over stops with 75 'lease los
   CHECK(db.count("SELECT count(*) FROM job_run WHERE state = 'done'") == 1);
   CHECK(db.count("SELECT count(*) FROM job_lock") == 0);
 }
+
+// Behind PgBouncer in transaction mode with db.pooler left at "none", the prepared statements of a
+// client meet other server connections: that is a configuration to fix (exit 78 naming the
+// setting), never an internal error (70), and a statement of another client is never run for ours.
+TEST_CASE("many hosts: an undeclared transaction pooler is exit 78 naming db.pooler, never 70, and grants stay exact") {
+  TestDb db;
+  db.migrate();
+  rt::Spec s;
+  s.stock = 1000;
+  rt::seed(db, s);
+  const int procs = 8, each = 5;
+  std::vector<std::thread> ts;
+  std::vector<rt::Run> runs(size_t(procs * each));
+  for (int p = 0; p < procs; ++p)
+    ts.emplace_back([&, p] {
+      for (int i = 0; i < each; ++i) {
+        const std::string id = std::to_string(p) + "-" + std::to_string(i);
+        runs[size_t(p * each + i)] =
+            db.rc({"claim", "act", "--user", "u" + id, "--biz-id", "b" + id}, {{"REWARDCTL_DB_POOLER", "none"}});
+      }
+    });
+  for (auto& t : ts) t.join();
+  int ok = 0, config = 0;
+  for (auto& r : runs) {
+    CAPTURE(r.err);
+    CHECK((r.rc == 0 || (rt::is_pooled() && r.rc == 78)));
+    if (r.rc == 0) ++ok;
+    if (r.rc == 78) {
+      ++config;
+      CHECK(r.err.find("pooler = \"transaction\"") != std::string::npos);
+    }
+  }
+  CHECK(ok + config == procs * each);
+  CHECK(db.count("SELECT count(*) FROM grants") == ok);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state = 'success'") == ok);
+}
