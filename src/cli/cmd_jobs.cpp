@@ -25,6 +25,16 @@ json or_null(const std::optional<T>& v) {
 Exit run_history(Ctx& ctx) {
   if (!jobs_opt.history_job.empty()) jobs::job_decl(jobs_opt.history_job);  // an unknown name is a usage error
   auto st = ctx.open_store();
+  // Runs recorded running whose process on this host is gone are marked abandoned first (a
+  // read-only database is only read: they are shown as recorded).
+  try {
+    const std::string finder = "jobs history (" + ctx.settings.operator_name + "@" + jobs::host_name() + ")";
+    st->transact(store::TxMode::write, [&](store::Tx& tx) {
+      jobs::mark_abandoned(tx, {}, jobs_opt.history_job, finder, ctx.now());
+    });
+  } catch (const Error& e) {
+    spdlog::debug("jobs history: abandoned runs not marked: {}", e.what());
+  }
   std::vector<json> rows;
   for (auto& x : jobs::job_history(*st, jobs_opt.history_job, jobs_opt.history_limit)) {
     json counts = x.counts ? json::parse(*x.counts, nullptr, false) : json::object();

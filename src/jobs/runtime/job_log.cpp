@@ -1,6 +1,12 @@
 // job_run and job_lock read into their records: the one place that knows these queries' columns.
 #include "jobs/runtime/job_log.hpp"
 
+#include <signal.h>
+
+#include <cerrno>
+
+#include "jobs/runtime/lease.hpp"
+
 namespace rc::jobs {
 namespace {
 
@@ -45,6 +51,27 @@ std::vector<JobRunRecord> job_history(store::Store& st, const std::string& job, 
   std::vector<JobRunRecord> out;
   for (auto& row : r.rows) out.push_back(to_run(row));
   return out;
+}
+
+int64_t mark_abandoned(store::Tx& tx, const std::vector<int64_t>& lease_gone, const std::string& job,
+                       const std::string& finder, Millis now) {
+  auto mark = [&](int64_t id, const std::string& why) {
+    return tx.exec("UPDATE job_run SET state = 'abandoned', finished_at = $2, error = $3 WHERE id = $1 AND "
+                   "state = 'running'",
+                   {id, now, "found abandoned by " + finder + " at " + format_utc(now) + ": " + why});
+  };
+  int64_t n = 0;
+  for (int64_t id : lease_gone) n += mark(id, "its lease was no longer held");
+  auto here = tx.query("SELECT id, pid FROM job_run WHERE state = 'running' AND host = $1 AND ($2 = '' OR job = $2) "
+                       "AND pid IS NOT NULL",
+                       {host_name(), job});
+  for (auto& r : here.rows) {
+    const int64_t pid = r.i64(1);
+    if (pid <= 0 || pid > INT32_MAX || pid == int64_t(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to signal: alive
+    n += mark(r.i64(0), "its process " + std::to_string(pid) + " on this host is gone");
+  }
+  return n;
 }
 
 std::vector<JobLockRecord> job_locks(store::Store& st) {

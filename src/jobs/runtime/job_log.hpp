@@ -29,6 +29,19 @@ struct JobRunRecord {
 // The newest `limit` runs, of `job` only unless it is empty, newest first.
 std::vector<JobRunRecord> job_history(store::Store& st, const std::string& job, int64_t limit);
 
+// Marks `abandoned` the runs recorded `running` whose process is known to be gone, so that no run
+// stays "running" forever after a kill -9 or a full disk (docs/design.md §6.1):
+//   - `lease_gone`: the runs whose lease the caller has just taken over (a lease that could be taken
+//     is no longer held: its run is over, whatever its row says);
+//   - the runs of this host (host_name()) whose process id no longer exists, of `job` only unless
+//     it is empty (a pid reused by another process counts as alive: such a run stays running until
+//     the next check finds it gone).
+// The row gets finished_at = now and an error naming when and by whom it was found ("found
+// abandoned by FINDER: REASON"). Returns how many runs were marked. REQUIRES: inside a write
+// transaction.
+int64_t mark_abandoned(store::Tx& tx, const std::vector<int64_t>& lease_gone, const std::string& job,
+                       const std::string& finder, Millis now);
+
 // One job_lock row: who last took the lease `name`.
 struct JobLockRecord {
   std::string name, holder;

@@ -141,7 +141,9 @@ class Runner {
                               "VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
                               {decl.name, holder, started, host, pid})[0]
                          .i64(0);
+        std::vector<int64_t> gone;  // the runs whose lease this run takes over
         for (auto& k : keys) {
+          auto prior = tx.query("SELECT run_id FROM job_lock WHERE name = $1 AND run_id IS NOT NULL", {k});
           // the claim is held (advisory lock, lock file): a row left by a run that died goes. Row
           // leases: the row is the claim, taken only when it has expired.
           // Row leases expire by the database's clock (lease.hpp), whatever this host's says.
@@ -154,6 +156,7 @@ class Runner {
           } else {
             tx.exec("DELETE FROM job_lock WHERE name = $1", {k});
           }
+          if (!prior.empty()) gone.push_back(prior[0].i64(0));
           const std::string expires = rows ? std::string(kDbNowMs) + " + $4" : "$4";
           const int64_t span = rows ? o.lease_ttl_ms : started + o.max_runtime_ms.value_or(24LL * 3600 * 1000);
           if (tx.exec("INSERT INTO job_lock (name, holder, acquired_at, expires_at, job, host, pid, run_id) "
@@ -164,6 +167,8 @@ class Runner {
             return int64_t(0);
           }
         }
+        if (int64_t n = mark_abandoned(tx, gone, decl.name, holder + " (run " + std::to_string(id) + ")", started))
+          spdlog::warn("job {}: {} earlier run(s) recorded running were gone: marked abandoned", decl.name, n);
         return id;
       });
       if (!taken.empty()) throw held_by(taken);

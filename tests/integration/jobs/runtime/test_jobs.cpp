@@ -88,7 +88,45 @@ TEST_CASE("jobs: a second expire while one holds the lease exits 75 naming the h
   auto hist = rt::lines(db.ok({"jobs", "history", "--job", "expire", "-o", "json"}).out);
   REQUIRE(hist.size() == 2);
   CHECK(json::parse(hist[0])["state"] == "done");
-  CHECK(json::parse(hist[1])["state"] == "running");  // A never recorded its end: it was killed
+  // A never recorded its end (it was killed): the run that took its lease over found it abandoned
+  auto killed = json::parse(hist[1]);
+  CHECK(killed["state"] == "abandoned");
+  CHECK(killed["finished_at"] != nullptr);
+  const std::string why = killed["error"];
+  CHECK(why.find("found abandoned by") != std::string::npos);
+  CHECK(why.find("(run " + std::to_string(int64_t(c["run_id"])) + ")") != std::string::npos);
+}
+
+// A run without a lease (list-issue, import) killed on this host: the next `jobs history` (or the
+// next run of its job) finds its process gone and marks it abandoned; a live one stays running.
+TEST_CASE("jobs: a run whose process is gone is marked abandoned by jobs history, a live one is not") {
+  TestDb db;
+  db.migrate();
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  int status = 0;
+  waitpid(dead, &status, 0);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  auto st = db.open();
+  for (auto [job, pid] : {std::pair<const char*, int64_t>{"list-issue", dead}, {"import-qualifications", getpid()}})
+    st->exec("INSERT INTO job_run (job, holder, state, started_at, host, pid) VALUES ($1, 'x', 'running', 0, $2, $3)",
+             {std::string(job), std::string(host), pid});
+  st->exec("INSERT INTO job_run (job, holder, state, started_at, host, pid) VALUES ('list-issue', 'x', 'running', 0, "
+           "'another-host', $1)",
+           {int64_t(dead)});
+  auto hist = rt::lines(db.ok({"jobs", "history", "-o", "json"}).out);
+  REQUIRE(hist.size() == 3);
+  std::map<std::string, std::string> by_host_job;
+  for (auto& l : hist) {
+    auto j = json::parse(l);
+    by_host_job[std::string(j["host"]) + "/" + std::string(j["job"])] = j["state"];
+  }
+  CHECK(by_host_job[std::string(host) + "/list-issue"] == "abandoned");
+  CHECK(by_host_job[std::string(host) + "/import-qualifications"] == "running");  // this test's own pid: alive
+  CHECK(by_host_job["another-host/list-issue"] == "running");  // another host's process is not ours to judge
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE state = 'abandoned' AND error LIKE 'found abandoned by jobs "
+                 "history%' AND finished_at IS NOT NULL") == 1);
 }
 
 TEST_CASE("jobs: paused by the config or by the stop file, every job prints paused, exits 0 and touches nothing") {
