@@ -60,8 +60,11 @@ Exit run_drill(Ctx& ctx) {
   o.live = live.get();
   o.operator_name = ctx.settings.operator_name;
   o.ledger_channels.clear();
-  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
+  o.outbox_channels.clear();
+  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings)) {
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
+    if (cfg.type == "outbox") o.outbox_channels.push_back(name);
+  }
   o.on_check = [](const dr::Check& c) {
     if (c.result == "fail") spdlog::error("drill {}: FAIL {}", c.name, c.detail);
     else spdlog::info("drill {}: {} {}", c.name, c.result, c.detail);

@@ -64,8 +64,11 @@ Exit run_reconcile(Ctx& ctx) {
   o.dry_run = reconcile_opt.job.dry_run;
   o.exact = reconcile_opt.exact;
   o.ledger_channels.clear();
-  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings))
+  o.outbox_channels.clear();
+  for (auto& [name, cfg] : delivery::parse_channels(ctx.settings)) {
     if (cfg.type == "ledger") o.ledger_channels.push_back(name);
+    if (cfg.type == "outbox") o.outbox_channels.push_back(name);
+  }
   const auto alerts = jobs::parse_alerts(ctx.settings);  // a bad [alerts] table fails before any work
   // On the job runner: the lease (one reconcile at a time, never during expire), job_run, the pause
   // switch, --metrics-textfile; each check is an item towards --limit, and --max-runtime or a signal

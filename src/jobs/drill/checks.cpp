@@ -297,6 +297,7 @@ Check check_reconcile(Drill& x) {
   for (auto& c : reconcile::checks())
     if (std::string(c.name) != "stuck") ro.checks.push_back(c.name);  // a drill's claims stay undelivered on purpose
   ro.ledger_channels = x.o.ledger_channels;
+  ro.outbox_channels = x.o.outbox_channels;
   auto diffs = reconcile::find_diffs(*x.sc.st, ro, x.clock.now_ms());
   std::string detail = diffs.empty() ? "clean over the scratch database" : std::to_string(diffs.size()) + " difference(s):";
   json ds = json::array();

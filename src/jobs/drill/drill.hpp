@@ -60,6 +60,7 @@ struct Options {
                                // mode (db.pooler): no session state, a row lease (docs/design.md §9.2)
   store::Store* live = nullptr;  // the live database: a scratch database that turns out to be it is refused
   std::vector<std::string> ledger_channels{"ledger"};
+  std::vector<std::string> outbox_channels{"outbox"};
   std::string operator_name = "rewardctl";
   // called after each check, for progress lines
   std::function<void(const Check&)> on_check;

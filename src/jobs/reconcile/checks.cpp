@@ -32,6 +32,45 @@ const std::string kAct = "(CAST(:activity AS TEXT) IS NULL OR a.code = :activity
 // The ids of the activities in scope, for filtering big tables by activity_id.
 const std::string kActIds = "(SELECT a.id FROM activity a WHERE " + kAct + ")";
 
+// The terms each grant was made under, from the definition of its version (reconcile.cpp builds
+// them from activity_version, the only place an older version's rules are kept; grants made
+// before schema v6 carry no version and are read as version 0, the current one):
+//   :terms  JSON array of {p: prize id, v: version, lo, hi: the amount's range (equal unless a
+//           random red packet), u: unit cost in cents, ch: the item's channel, pp: the prize
+//           limit's period or null}
+//   :aterms JSON array of {a: activity id, v: version, ap: the activity limit's period or null}
+// As a common table (t for prizes, at for activities) in each dialect's JSON reader.
+std::string terms_cte(bool pg) {
+  if (pg)
+    return "t AS (SELECT * FROM json_to_recordset(CAST(:terms AS json)) AS j(p BIGINT, v BIGINT, lo BIGINT, "
+           "hi BIGINT, u BIGINT, ch TEXT, pp TEXT)), at AS (SELECT * FROM json_to_recordset(CAST(:aterms AS json)) "
+           "AS j(a BIGINT, v BIGINT, ap TEXT))";
+  return "t AS (SELECT json_extract(j.value, '$.p') AS p, json_extract(j.value, '$.v') AS v, json_extract(j.value, "
+         "'$.lo') AS lo, json_extract(j.value, '$.hi') AS hi, json_extract(j.value, '$.u') AS u, json_extract(j.value, "
+         "'$.ch') AS ch, json_extract(j.value, '$.pp') AS pp FROM json_each(:terms) j), at AS (SELECT "
+         "json_extract(j.value, '$.a') AS a, json_extract(j.value, '$.v') AS v, json_extract(j.value, '$.ap') AS ap "
+         "FROM json_each(:aterms) j)";
+}
+// The key of the period (of kind k: total, day, week, month) that holds the instant `ms` in `zone`,
+// as the engine's period_key (core/clock.hpp) spells it: PostgreSQL from its own time zone database
+// (the system's, as the engine's), SQLite through the function the store registers with the
+// engine's own code (rc_period_key).
+std::string period_of(bool pg, const std::string& k, const std::string& ms, const std::string& zone) {
+  if (!pg) return "rc_period_key(" + k + ", " + ms + ", " + zone + ")";
+  const std::string local = "(to_timestamp(" + ms + " / 1000.0) AT TIME ZONE " + zone + ")";
+  return "CASE " + k + " WHEN 'total' THEN 'total' WHEN 'day' THEN to_char(" + local + ", 'YYYY-MM-DD') "
+         "WHEN 'week' THEN to_char(" + local + ", 'IYYY-\"W\"IW') WHEN 'month' THEN to_char(" + local +
+         ", 'YYYY-MM') END";
+}
+// Whether `col` is one name of the comma-separated list parameter `param` (a channel name holds no
+// comma; never a pattern: '_' is a channel name's character).
+std::string member_of(bool pg, const std::string& col, const std::string& param) {
+  if (pg) return "(" + col + " = ANY (string_to_array(CAST(" + param + " AS TEXT), ',')))";
+  return "(instr(',' || CAST(" + param + " AS TEXT) || ',', ',' || " + col + " || ',') > 0 AND instr(" + col +
+         ", ',') = 0)";
+}
+
+
 // stock: for every prize, the bucket totals equal remaining stock plus the grants that hold a unit,
 // and the bucket totals equal the prize's configured stock.
 const std::string kStock =
@@ -83,8 +122,9 @@ const std::string kBalances =
 // and an entry's owner one lookup of its delivery bill and one of that bill's grant.
 const std::string kLedgerSqlite =
     "SELECT 'grant', g.record_code, "
-    "CASE g.state WHEN 'success' THEN 'one credit of ' || g.amount "
-    "WHEN 'reversed' THEN 'one credit of ' || g.amount || ' and its reversal' ELSE 'no entry' END, "
+    "CASE WHEN NOT " + member_of(false, "coalesce(g.channel, '')", ":ledger") + " THEN 'no entry: channel ' || "
+    "coalesce(g.channel, '(none)') || ' is no ledger' WHEN g.state = 'success' THEN 'one credit of ' || g.amount "
+    "WHEN g.state = 'reversed' THEN 'one credit of ' || g.amount || ' and its reversal' ELSE 'no entry' END, "
     "CASE WHEN c.id IS NULL THEN 'no credit' ELSE 'a credit of ' || c.amount END || "
     "CASE WHEN r.id IS NULL THEN '' ELSE ', a reversal of ' || r.amount END, "
     "'state ' || g.state || ', bill ' || coalesce(g.bill_no, '(none)'), NULL "
@@ -95,9 +135,10 @@ const std::string kLedgerSqlite =
     " AND ((instr(',' || CAST(:ledger AS TEXT) || ',', ',' || g.channel || ',') > 0 AND instr(g.channel, ',') = 0) "
     "OR c.id IS NOT NULL OR "
     "r.id IS NOT NULL) "
-    "AND NOT ((g.state = 'success' AND c.id IS NOT NULL AND c.amount = g.amount AND r.id IS NULL) OR "
-    "(g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL AND c.amount = g.amount AND r.amount = -c.amount) "
-    "OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL AND r.id IS NULL)) "
+    "AND NOT ((" + member_of(false, "coalesce(g.channel, '')", ":ledger") + " AND ((g.state = 'success' AND c.id IS NOT NULL AND "
+    "c.amount = g.amount AND r.id IS NULL) OR (g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL AND "
+    "c.amount = g.amount AND r.amount = -c.amount))) OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL AND "
+    "r.id IS NULL)) "
     "UNION ALL "
     "SELECT 'ledger_entry', le.bill_no || '/' || le.kind, 'a grant with bill ' || le.bill_no || ' for ' || le.user_id, "
     "CASE WHEN g.id IS NULL OR g.bill_no IS NULL OR g.bill_no <> le.bill_no THEN 'no such grant' "
@@ -122,13 +163,14 @@ const std::string kLedgerSqlite =
 // An entry that fails here is looked up the way SQLite's form does (its delivery bill, that bill's
 // grant), which decides, and DISTINCT reports an entry once when several grants carry its bill
 // number.
+const std::string kIsLedgerPg = member_of(true, "coalesce(g.channel, '')", ":ledger");
 const std::string kLedger =
     "SELECT DISTINCT z.entity, z.k, z.expected, z.actual, z.detail, z.at FROM (SELECT g.id AS gid, g.state, "
-    "g.amount, c.id AS cid, c.amount AS camount, r.id AS rid, r.amount AS ramount, "
-    "(g.id IS NOT NULL AND g.activity_id IN " + kActIds + " AND (g.channel = ANY (string_to_array(CAST(:ledger AS "
-    "TEXT), ',')) OR c.id IS NOT NULL OR r.id IS NOT NULL) AND NOT ((g.state = 'success' AND c.id IS NOT NULL "
+    "g.amount, g.channel, c.id AS cid, c.amount AS camount, r.id AS rid, r.amount AS ramount, "
+    "(g.id IS NOT NULL AND g.activity_id IN " + kActIds + " AND (" + kIsLedgerPg + " OR c.id IS NOT NULL OR "
+    "r.id IS NOT NULL) AND NOT ((" + kIsLedgerPg + " AND ((g.state = 'success' AND c.id IS NOT NULL "
     "AND c.amount = g.amount AND r.id IS NULL) OR (g.state = 'reversed' AND c.id IS NOT NULL AND r.id IS NOT NULL "
-    "AND c.amount = g.amount AND r.amount = -c.amount) OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL "
+    "AND c.amount = g.amount AND r.amount = -c.amount))) OR (g.state NOT IN ('success', 'reversed') AND c.id IS NULL "
     "AND r.id IS NULL))) AS bad_g, "
     "(c.id IS NOT NULL AND CAST(:activity AS TEXT) IS NULL AND (d.id IS NULL OR g.user_id <> c.user_id)) AS bad_c, "
     "(r.id IS NOT NULL AND CAST(:activity AS TEXT) IS NULL AND (d.id IS NULL OR g.user_id <> r.user_id)) AS bad_r "
@@ -138,8 +180,10 @@ const std::string kLedger =
     "FULL JOIN (SELECT le.id, le.bill_no, le.user_id, le.amount FROM ledger_entry le WHERE le.kind = 'reverse') r "
     "ON r.bill_no = g.bill_no "
     "LEFT JOIN delivery_bill d ON d.grant_id = g.id AND d.bill_no = g.bill_no) y CROSS JOIN LATERAL ("
-    "SELECT 'grant' AS entity, gg.record_code AS k, CASE y.state WHEN 'success' THEN 'one credit of ' || y.amount "
-    "WHEN 'reversed' THEN 'one credit of ' || y.amount || ' and its reversal' ELSE 'no entry' END AS expected, "
+    "SELECT 'grant' AS entity, gg.record_code AS k, CASE WHEN NOT " +
+    member_of(true, "coalesce(y.channel, '')", ":ledger") + " THEN 'no entry: channel ' || coalesce(y.channel, "
+    "'(none)') || ' is no ledger' WHEN y.state = 'success' THEN 'one credit of ' || y.amount "
+    "WHEN y.state = 'reversed' THEN 'one credit of ' || y.amount || ' and its reversal' ELSE 'no entry' END AS expected, "
     "CASE WHEN y.cid IS NULL THEN 'no credit' ELSE 'a credit of ' || y.camount END || "
     "CASE WHEN y.rid IS NULL THEN '' ELSE ', a reversal of ' || y.ramount END AS actual, "
     "'state ' || y.state || ', bill ' || coalesce(gg.bill_no, '(none)') AS detail, CAST(NULL AS BIGINT) AS at "
@@ -159,13 +203,15 @@ const std::string kLedger =
     "WHERE y.bad_g OR y.bad_c OR y.bad_r";
 
 // qualifications: per activity and user, the used qualifications equal the grants on whitelist
-// activities (a claim marks its qualification used in the same transaction; nothing gives it back).
+// activities that took one (a claim marks its qualification used in the same transaction; nothing
+// gives it back). A request held by a fuse (pending) has taken none yet; one confirmed by the fuse
+// (cancelled), refused when released (invalid) or expired while held never took one (docs/design.md §6.4).
 const std::string kQualifications =
     "SELECT 'qualification', a.code || '/' || x.user_id, CAST(sum(x.grants) AS TEXT), CAST(sum(x.used) AS TEXT), "
-    "'grants of the user against used qualifications', NULL FROM ("
+    "'grants of the user that took a qualification against used qualifications', NULL FROM ("
     "SELECT g.activity_id, g.user_id, count(*) AS grants, 0 AS used FROM grants g "
     "WHERE g.activity_id IN (SELECT a.id FROM activity a WHERE a.whitelist_required = 1 AND " + kAct + ") "
-    "GROUP BY g.activity_id, g.user_id "
+    "AND g.state NOT IN ('pending', 'cancelled', 'invalid', 'expired') GROUP BY g.activity_id, g.user_id "
     "UNION ALL SELECT q.activity_id, q.user_id, 0, 1 FROM qualification q WHERE q.status = 'used' "
     "AND q.activity_id IN " + kActIds +
     ") x JOIN activity a ON a.id = x.activity_id GROUP BY a.code, x.user_id HAVING sum(x.grants) <> sum(x.used)";
@@ -182,53 +228,86 @@ const std::string kOverLimit =
     "CAST(lc.used AS TEXT), 'over the prize limit in period ' || lc.period_key, NULL FROM activity a "
     "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id "
     "WHERE " + kAct + " AND lc.used > p.user_limit";
-// The counters against the grants they count. PostgreSQL: per scope kind, the grants counted per
-// (activity or prize, user) by id and the counters summed over their periods per (activity or
-// prize, user) meet in one full join of two keyed sets (grants without a counter, a counter without
-// grants, both unequal), named after; only the scopes that have a limit are counted (no prize with
-// a limit anywhere: the prize branch reads no grant).
-const std::string kLimits =
-    "SELECT 'limit_counter', 'a:' || a.code || '/' || coalesce(h.user_id, c.user_id), CAST(coalesce(h.n, 0) AS TEXT), "
-    "CAST(coalesce(c.used, 0) AS TEXT), 'counters of all periods against the grants they count', NULL FROM "
-    "(SELECT g.activity_id, g.user_id, count(*) AS n FROM grants g WHERE g.state IN " + H +
-    " AND g.activity_id IN (SELECT a.id FROM activity a WHERE a.user_limit IS NOT NULL AND " + kAct + ") "
-    "GROUP BY g.activity_id, g.user_id) h FULL JOIN "
-    "(SELECT a.id AS activity_id, lc.user_id, sum(lc.used) AS used FROM activity a JOIN limit_counter lc "
-    "ON lc.scope = 'a:' || a.id WHERE " + kAct + " GROUP BY a.id, lc.user_id) c "
-    "ON c.activity_id = h.activity_id AND c.user_id = h.user_id JOIN activity a ON a.id = coalesce(h.activity_id, "
-    "c.activity_id) WHERE coalesce(h.n, 0) <> coalesce(c.used, 0) "
-    "UNION ALL "
-    "SELECT 'limit_counter', 'p:' || a.code || '/' || p.code || '/' || coalesce(h.user_id, c.user_id), "
-    "CAST(coalesce(h.n, 0) AS TEXT), CAST(coalesce(c.used, 0) AS TEXT), "
-    "'counters of all periods against the grants they count', NULL FROM "
-    "(SELECT g.prize_id, g.user_id, count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE "
-    "p.user_limit IS NOT NULL) AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
-    "ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.prize_id, g.user_id) h "
-    "FULL JOIN (SELECT p.id AS prize_id, lc.user_id, sum(lc.used) AS used FROM activity a JOIN prize p "
-    "ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
-    " GROUP BY p.id, lc.user_id) c ON c.prize_id = h.prize_id AND c.user_id = h.user_id "
-    "JOIN prize p ON p.id = coalesce(h.prize_id, c.prize_id) JOIN activity a ON a.id = p.activity_id "
-    "WHERE coalesce(h.n, 0) <> coalesce(c.used, 0) "
-    "UNION ALL " + kOverLimit;
-// SQLite, which joins two grouped subqueries by scanning one for each row of the other: the counts
-// and the counters in one union, grouped once by (scope, user), the grants counted by id first.
-const std::string kLimitsSqlite =
-    "SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), CAST(sum(x.c) AS TEXT), "
-    "'counters of all periods against the grants they count', NULL FROM ("
-    "SELECT 'a:' || a.code AS k, h.user_id, h.n AS e, 0 AS c FROM (SELECT g.activity_id, g.user_id, count(*) AS n "
-    "FROM grants g WHERE g.state IN " + H + " AND g.activity_id IN (SELECT a.id FROM activity a WHERE "
-    "a.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.activity_id, g.user_id) h JOIN activity a ON a.id = h.activity_id "
-    "UNION ALL SELECT 'p:' || a.code || '/' || p.code, h.user_id, h.n, 0 FROM (SELECT g.prize_id, g.user_id, "
-    "count(*) AS n FROM grants g WHERE EXISTS (SELECT 1 FROM prize p WHERE p.user_limit IS NOT NULL) "
-    "AND g.state IN " + H + " AND g.prize_id IN (SELECT p.id FROM prize p JOIN activity a "
-    "ON a.id = p.activity_id WHERE p.user_limit IS NOT NULL AND " + kAct + ") GROUP BY g.prize_id, g.user_id) h "
-    "JOIN prize p ON p.id = h.prize_id JOIN activity a ON a.id = p.activity_id "
-    "UNION ALL SELECT 'a:' || a.code, lc.user_id, 0, lc.used FROM activity a JOIN limit_counter lc "
-    "ON lc.scope = 'a:' || a.id WHERE " + kAct +
-    " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.user_id, 0, lc.used FROM activity a "
-    "JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " + kAct +
-    ") x GROUP BY x.k, x.user_id HAVING sum(x.e) <> sum(x.c) "
-    "UNION ALL " + kOverLimit;
+// The grants counted per (scope, user, period) and the counters per (scope, user, period), as rows
+// (k: the scope's operator key, scope, user_id, period, grants, counted), for both scope kinds:
+// each holding grant under a version whose terms have a limit counts in the period that holds its
+// creation in the activity's zone, by that version's period kind.
+std::string limit_sides(bool pg) {
+  return "SELECT 'a:' || a.code AS k, 'a:' || a.id AS scope, g.user_id, " +
+         period_of(pg, "at.ap", "g.created_at", "a.timezone") + " AS pk, 1 AS e, 0 AS c FROM grants g "
+         "JOIN at ON at.a = g.activity_id AND at.v = coalesce(g.pool_version, 0) JOIN activity a ON a.id = "
+         "g.activity_id WHERE at.ap IS NOT NULL AND g.state IN " + H + " AND " + kAct +
+         " UNION ALL SELECT 'p:' || a.code || '/' || p.code, 'p:' || p.id, g.user_id, " +
+         period_of(pg, "t.pp", "g.created_at", "a.timezone") + ", 1, 0 FROM grants g JOIN t ON t.p = g.prize_id "
+         "AND t.v = coalesce(g.pool_version, 0) JOIN prize p ON p.id = g.prize_id JOIN activity a ON a.id = "
+         "g.activity_id WHERE t.pp IS NOT NULL AND g.state IN " + H + " AND " + kAct +
+         " UNION ALL SELECT 'a:' || a.code, lc.scope, lc.user_id, lc.period_key, 0, lc.used FROM activity a "
+         "JOIN limit_counter lc ON lc.scope = 'a:' || a.id WHERE " + kAct +
+         " UNION ALL SELECT 'p:' || a.code || '/' || p.code, lc.scope, lc.user_id, lc.period_key, 0, lc.used FROM "
+         "activity a JOIN prize p ON p.activity_id = a.id JOIN limit_counter lc ON lc.scope = 'p:' || p.id WHERE " +
+         kAct;
+}
+// limits: each counter equals the grants of its scope, user and period, the period recomputed from
+// each grant's creation (a counter moved to another period, or a grant counted in the wrong one, is
+// found: summed over the periods they would agree); none is over its limit. One union of both
+// sides, grouped once by (scope, user, period) (docs/design.md §6.4).
+std::string limits_sql(bool pg) {
+  return "WITH " + terms_cte(pg) + " SELECT 'limit_counter', x.k || '/' || x.user_id, CAST(sum(x.e) AS TEXT), "
+         "CAST(sum(x.c) AS TEXT), 'period ' || x.pk || ': the counter against the grants made in it', NULL FROM (" +
+         limit_sides(pg) + ") x GROUP BY x.k, x.user_id, x.pk HAVING sum(x.e) <> sum(x.c) UNION ALL " + kOverLimit;
+}
+
+// amounts: every grant that was made (not a held request, nor one refused, cancelled or expired while
+// held) carries the
+// terms of its prize under the version it was made under: an amount in the prize's range, a cost of
+// amount x the item's unit cost, the item's channel; its delivery bill the grant's amount and
+// channel. (The budget check then ties the costs to the budget's consumed.)
+std::string amounts_sql(bool pg) {
+  const std::string cost = pg ? "CAST(g.amount AS NUMERIC) * t.u" : "g.amount * t.u";
+  return "WITH " + terms_cte(pg) + " SELECT 'grant', g.record_code, CASE WHEN t.p IS NULL THEN 'terms of prize ' "
+         "|| p.code || ' in version ' || coalesce(g.pool_version, 0) WHEN g.amount < t.lo OR g.amount > t.hi THEN "
+         "CASE WHEN t.lo = t.hi THEN 'amount ' || t.lo ELSE 'amount in [' || t.lo || ', ' || t.hi || ']' END "
+         "WHEN g.cost_cents <> " + cost + " THEN 'cost ' || (" + cost + ") || ' cents (' || g.amount || ' x ' || "
+         "t.u || ')' ELSE 'channel ' || t.ch END, CASE WHEN t.p IS NULL THEN 'none' WHEN g.amount < t.lo OR "
+         "g.amount > t.hi THEN 'amount ' || g.amount WHEN g.cost_cents <> " + cost + " THEN 'cost ' || g.cost_cents "
+         "|| ' cents' ELSE 'channel ' || coalesce(g.channel, '(none)') END, 'prize ' || p.code || ' under version ' "
+         "|| coalesce(g.pool_version, 0) || ', state ' || g.state, NULL FROM grants g JOIN prize p ON p.id = "
+         "g.prize_id LEFT JOIN t ON t.p = g.prize_id AND t.v = coalesce(g.pool_version, 0) WHERE g.activity_id IN " +
+         kActIds + " AND g.state NOT IN ('pending', 'invalid', 'cancelled', 'expired') AND (t.p IS NULL OR g.amount < t.lo OR "
+         "g.amount > t.hi OR g.cost_cents <> " + cost + " OR coalesce(g.channel, '') <> t.ch)";
+}
+
+// delivery: each delivery bill carries its grant's amount and channel, and is delivered (success)
+// exactly when its grant was (success, or reversed after it); a grant that reached its channel
+// (success, reversed, awaiting_external) has its bill; a grant of an outbox channel with a bill has
+// its outbox row, and every outbox row belongs to the bill of a grant of that outbox channel.
+//   :outbox  the outbox-type channels, as :ledger
+std::string delivery_sql(bool pg) {
+  const std::string ob = member_of(pg, "g.channel", ":outbox");
+  return "SELECT 'delivery_bill', d.bill_no, CASE WHEN d.amount <> g.amount OR d.channel <> coalesce(g.channel, '') "
+         "THEN 'amount ' || g.amount || ' by ' || coalesce(g.channel, '(none)') WHEN g.state IN ('success', "
+         "'reversed') THEN 'success' ELSE 'not success' END, CASE WHEN d.amount <> g.amount OR d.channel <> "
+         "coalesce(g.channel, '') THEN 'amount ' || d.amount || ' by ' || d.channel ELSE d.state END, 'grant ' || "
+         "g.record_code || ' ' || g.state, d.updated_at FROM delivery_bill d JOIN grants g ON g.id = d.grant_id "
+         "WHERE g.activity_id IN " + kActIds + " AND (d.amount <> g.amount OR d.channel <> coalesce(g.channel, '') "
+         "OR (CASE WHEN g.state IN ('success', 'reversed') THEN 1 ELSE 0 END) <> (CASE WHEN d.state = 'success' "
+         "THEN 1 ELSE 0 END)) "
+         "UNION ALL SELECT 'grant', g.record_code, 'a delivery bill', CASE WHEN g.bill_no IS NULL THEN 'no bill "
+         "number' ELSE 'no delivery bill ' || g.bill_no END, 'state ' || g.state || ', channel ' || "
+         "coalesce(g.channel, '(none)'), g.updated_at FROM grants g WHERE g.activity_id IN " + kActIds +
+         " AND g.state IN ('success', 'reversed', 'awaiting_external') AND NOT EXISTS (SELECT 1 FROM delivery_bill "
+         "d WHERE d.bill_no = g.bill_no AND d.grant_id = g.id) "
+         "UNION ALL SELECT 'grant', g.record_code, 'an outbox row under bill ' || g.bill_no, 'none', 'state ' || "
+         "g.state || ', channel ' || g.channel, g.updated_at FROM grants g WHERE g.activity_id IN " + kActIds +
+         " AND g.bill_no IS NOT NULL AND " + ob + " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.bill_no = "
+         "g.bill_no) "
+         "UNION ALL SELECT 'outbox', o.bill_no, 'the bill of a grant of outbox channel ' || o.channel, CASE WHEN "
+         "g.id IS NULL THEN 'no such grant' ELSE 'grant ' || g.record_code || ' of channel ' || coalesce(g.channel, "
+         "'(none)') END, 'outbox row ' || o.state, o.created_at FROM outbox o LEFT JOIN delivery_bill d ON "
+         "d.bill_no = o.bill_no LEFT JOIN grants g ON g.id = d.grant_id AND g.bill_no = o.bill_no WHERE "
+         "(CAST(:activity AS TEXT) IS NULL OR g.activity_id IN " + kActIds + ") AND (g.id IS NULL OR "
+         "coalesce(g.channel, '') <> o.channel OR NOT " + ob + ")";
+}
 
 // stuck: deliveries without an outcome, resend bills nobody resent, requests held too long.
 const std::string kStuck =
@@ -254,7 +333,8 @@ const std::string kStuck =
 // and rows whose record is gone. A broken last row is reported as broken only. The two dialects
 // get the pass in their cheapest form (status_log_postgres, kChainSqlite below).
 const std::string kLoggedEntities =
-    "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event', 'budget', 'alert')";
+    "('grant', 'activity', 'qualification', 'resend_bill', 'import_run', 'fuse_event', 'budget', 'alert', "
+    "'list_batch', 'list_item', 'change_request', 'activity_version')";
 // The key of a logged record that is in scope (NULL when it is missing or outside --activity).
 const std::string kKeyOf =
     "CASE x.entity "
@@ -270,14 +350,30 @@ const std::string kKeyOf =
     kActIds + ") "
     "WHEN 'budget' THEN (SELECT a.code FROM activity a WHERE a.id = x.entity_id AND " + kAct + ") "
     "WHEN 'alert' THEN (SELECT 'alert ' || o.id FROM alert_outbox o WHERE o.id = x.entity_id AND "
-    "(CAST(:activity AS TEXT) IS NULL OR o.activity_id IN " + kActIds + ")) END";
+    "(CAST(:activity AS TEXT) IS NULL OR o.activity_id IN " + kActIds + ")) "
+    "WHEN 'list_batch' THEN (SELECT b.batch_no FROM list_batch b WHERE b.id = x.entity_id AND b.activity_id IN " +
+    kActIds + ") "
+    "WHEN 'list_item' THEN (SELECT b.batch_no || '/' || li.user_id FROM list_item li JOIN list_batch b ON b.id = "
+    "li.batch_id WHERE li.id = x.entity_id AND b.activity_id IN " + kActIds + ") "
+    "WHEN 'change_request' THEN (SELECT a.code || '#' || c.id FROM change_request c JOIN activity a ON a.id = "
+    "c.activity_id WHERE c.id = x.entity_id AND " + kAct + ") "
+    "WHEN 'activity_version' THEN (SELECT a.code || '@v' || v.version FROM activity_version v JOIN activity a ON "
+    "a.id = v.activity_id WHERE v.id = x.entity_id AND " + kAct + ") END";
 
 // A kind of logged record for the last-row join: its table (aliased t), its key, its state, whether
 // a record in --activity's scope (given that t exists), and whether it must have a log row.
+// `rowless`: a state in which a record of a kind that needs rows may have none yet (list items are
+// created pending in bulk, and logged from their first move, which starts at it).
 struct LoggedKind {
   std::string entity, from, key, state, in_scope;
   bool needs_rows;
+  std::string rowless = "";
 };
+// The condition "a record without any row is a difference" (l: the last row, t: the record).
+std::string rowless_diff(const LoggedKind& k, const std::string& l) {
+  if (k.rowless.empty()) return l + ".id IS NULL";
+  return "(" + l + ".id IS NULL AND " + k.state + " <> '" + k.rowless + "')";
+}
 std::string last_rows_against(const LoggedKind& k) {
   // l: the last row of each logged record of this kind (NULL: the record has no row);
   // t: the record (NULL: the rows' record is gone, reported only without --activity).
@@ -289,7 +385,8 @@ std::string last_rows_against(const LoggedKind& k) {
          "ELSE 'current state against the last log row ' || l.id END, NULL "
          "FROM (SELECT x.entity_id, x.id, x.to_state, x.n, x.broken FROM x WHERE x.entity = '" + k.entity +
          "' AND x.last = 1) l " + (k.needs_rows ? "FULL" : "LEFT") + " JOIN " + k.from + " ON t.id = l.entity_id "
-         "WHERE (l.id IS NULL OR (l.broken = 0 AND (t.id IS NULL OR l.to_state <> " + k.state + "))) "
+         "WHERE (" + rowless_diff(k, "l") + " OR (l.id IS NOT NULL AND l.broken = 0 AND (t.id IS NULL OR "
+         "l.to_state <> " + k.state + "))) "
          "AND CASE WHEN t.id IS NULL THEN CAST(:activity AS TEXT) IS NULL ELSE " + k.in_scope + " END";
 }
 const std::vector<LoggedKind> kLoggedKinds = {
@@ -308,6 +405,16 @@ const std::vector<LoggedKind> kLoggedKinds = {
      "(SELECT a.code FROM activity a WHERE a.id = t.id)", "t.ladder_step", "t.id IN " + kActIds, false},
     {"alert", "alert_outbox t", "'alert ' || t.id", "t.state",
      "(CAST(:activity AS TEXT) IS NULL OR t.activity_id IN " + kActIds + ")", true},
+    {"list_batch", "list_batch t", "t.batch_no", "t.state", "t.activity_id IN " + kActIds, true},
+    {"list_item", "list_item t", "(SELECT b.batch_no FROM list_batch b WHERE b.id = t.batch_id) || '/' || t.user_id",
+     "t.state", "EXISTS (SELECT 1 FROM list_batch b WHERE b.id = t.batch_id AND b.activity_id IN " + kActIds + ")",
+     true, "pending"},
+    {"change_request", "change_request t",
+     "(SELECT a.code FROM activity a WHERE a.id = t.activity_id) || '#' || t.id", "t.state",
+     "t.activity_id IN " + kActIds, true},
+    {"activity_version", "activity_version t",
+     "(SELECT a.code FROM activity a WHERE a.id = t.activity_id) || '@v' || t.version", "t.state",
+     "t.activity_id IN " + kActIds, true},
 };
 // The last rows and broken links, as x (entity, entity_id, id, from_state, to_state, prev_to, n: the
 // record's row count on a last row, last, broken), for SQLite (below). PostgreSQL reads the chain
@@ -324,7 +431,7 @@ const std::string kChainSqlite =
     "LIMIT 1) AS prev_to FROM status_log l WHERE l.entity IN " + kLoggedEntities + " AND coalesce(l.from_state, '') <> "
     "coalesce((SELECT p.to_state FROM status_log p WHERE p.entity = l.entity AND p.entity_id = l.entity_id AND "
     "p.id < l.id ORDER BY p.id DESC LIMIT 1), CASE WHEN l.entity IN ('qualification', 'budget') THEN coalesce(l.from_state, '') "
-    "ELSE '' END)), "
+    "WHEN l.entity = 'list_item' THEN 'pending' ELSE '' END)), "
     "m AS (SELECT l.entity, l.entity_id, max(l.id) AS id, l.to_state, count(*) AS n FROM status_log l "
     "WHERE l.entity IN " + kLoggedEntities + " GROUP BY l.entity, l.entity_id), "
     "x AS MATERIALIZED (SELECT m.entity, m.entity_id, m.id, b.from_state, m.to_state, b.prev_to, m.n, 1 AS last, "
@@ -361,7 +468,7 @@ std::string status_log_postgres(bool grants_too = true) {
     auto& k = kLoggedKinds[i];
     if (!grants_too && k.entity == "grant") continue;
     const std::string e = "'" + k.entity + "'";
-    const std::string broken = "coalesce(c.from_state, '') <> coalesce(c.prev_to, '')" +
+    const std::string broken = "coalesce(c.from_state, '') <> coalesce(c.prev_to, '" + k.rowless + "')" +
                                std::string(k.needs_rows ? "" : " AND c.prev_to IS NOT NULL");
     q += (first ? "" : " UNION ALL ") +
          std::string("SELECT ") + e + " AS entity, coalesce(" + k.key + ", '#' || coalesce(lg.entity_id, t.id)) AS k, "
@@ -381,7 +488,7 @@ std::string status_log_postgres(bool grants_too = true) {
          "lead(l.id) OVER w AS next_id FROM status_log l WHERE l.entity = " + e +
          " WINDOW w AS (PARTITION BY l.entity_id ORDER BY l.id)) c WHERE c.next_id IS NULL OR (" + broken + ")) lg " +
          (k.needs_rows ? "FULL" : "LEFT") + " JOIN " + k.from + " ON t.id = lg.entity_id "
-         "WHERE (lg.id IS NULL OR lg.broken OR t.id IS NULL OR lg.to_state <> " + k.state + ") "
+         "WHERE (" + rowless_diff(k, "lg") + " OR lg.broken OR t.id IS NULL OR lg.to_state <> " + k.state + ") "
          "AND CASE WHEN t.id IS NULL THEN CAST(:activity AS TEXT) IS NULL ELSE " + k.in_scope + " END";
     first = false;
   }
@@ -438,27 +545,20 @@ const std::string kBalancesFp =
     "ledger_entry le GROUP BY le.user_id, le.asset HAVING sum(le.amount) <> 0) x) e, "
     "(SELECT count(*) AS n, sum(hashtextextended(CAST(la.balance AS TEXT), hashtextextended(la.user_id, "
     "hashtextextended(la.asset, 0)))) AS s FROM ledger_account la WHERE la.balance <> 0) a";
-// limits: per (activity or prize, user), the grants counted (of the scopes with a limit) against the
-// counters summed over their periods (every counter of an activity or prize), as tuples (scope,
-// user, count) hashed whole, zeros left out (the limits query reads a missing side as 0); and the
-// over-limit query counted.
-std::string limits_fp(const std::string& what, const std::string& kind, const std::string& table,
-                      const std::string& column) {
-  const std::string t = table.substr(0, 1);
-  return "SELECT '" + what + " counters against grants', h.n || ' ' || coalesce(h.s, 0), c.n || ' ' || "
-         "coalesce(c.s, 0) FROM (SELECT count(*) AS n, sum(hashtextextended(CAST(x.n AS TEXT), "
-         "hashtextextended(x.user_id, x.k))) AS s FROM (SELECT g." + column + " AS k, g.user_id, count(*) AS n FROM "
-         "grants g WHERE g.state IN " + H + " AND g." + column + " IN (SELECT " + t + ".id FROM " + table + " " + t +
-         " WHERE " + t + ".user_limit IS NOT NULL) GROUP BY g." + column + ", g.user_id) x) h, "
-         "(SELECT count(*) AS n, sum(hashtextextended(CAST(x.used AS TEXT), hashtextextended(x.user_id, x.k))) AS s "
-         "FROM (SELECT " + t + ".id AS k, lc.user_id, sum(lc.used) AS used FROM " + table + " " + t +
-         " JOIN limit_counter lc ON lc.scope = '" + kind + ":' || " + t + ".id GROUP BY " + t + ".id, lc.user_id "
-         "HAVING sum(lc.used) <> 0) x) c";
-}
-const std::string kLimitsFp = limits_fp("activity", "a", "activity", "activity_id") + " UNION ALL " +
-                              limits_fp("prize", "p", "prize", "prize_id") +
-                              " UNION ALL SELECT 'counters over their limits', '0', CAST(count(*) AS TEXT) FROM (" +
-                              kOverLimit + ") o";
+// limits: per (scope, user, period), the holding grants counted (under the versions whose terms have
+// a limit; the period recomputed as the limits query does) against each counter, as tuples (scope,
+// user, period, count) hashed whole, zeros left out (the limits query reads a missing side as 0);
+// and the over-limit query counted. Each side has one tuple per key (the counters' primary key is
+// (scope, user, period)), so agreeing sums mean the same keys with the same counts.
+const std::string kLimitsFp =
+    "WITH " + terms_cte(true) + ", x AS (" + limit_sides(true) + ") SELECT 'counters per period against grants', "
+    "h.n || ' ' || coalesce(h.s, 0), c.n || ' ' || coalesce(c.s, 0) FROM (SELECT count(*) AS n, "
+    "sum(hashtextextended(CAST(y.n AS TEXT), hashtextextended(y.user_id, hashtextextended(y.pk, "
+    "hashtextextended(y.scope, 0))))) AS s FROM (SELECT x.scope, x.user_id, x.pk, sum(x.e) AS n FROM x WHERE x.e = 1 "
+    "GROUP BY x.scope, x.user_id, x.pk) y) h, (SELECT count(*) AS n, sum(hashtextextended(CAST(y.n AS TEXT), "
+    "hashtextextended(y.user_id, hashtextextended(y.pk, hashtextextended(y.scope, 0))))) AS s FROM (SELECT x.scope, "
+    "x.user_id, x.pk, sum(x.c) AS n FROM x WHERE x.e = 0 GROUP BY x.scope, x.user_id, x.pk HAVING sum(x.c) <> 0) y) c "
+    "UNION ALL SELECT 'counters over their limits', '0', CAST(count(*) AS TEXT) FROM (" + kOverLimit + ") o";
 // status_log, the grants' chains, in two halves of the grants' ids (for two connections): the chain
 // pass of status_log_postgres counts the broken links, and sums its last rows as (grant, to-state);
 // the grants are summed as (id, state). No broken link and agreeing sums mean every grant has a
@@ -510,9 +610,15 @@ const std::vector<Check> kChecks = {
     {{"budget", "per activity: consumed = cost of grants holding budget <= authorised"}, kBudget},
     {{"ledger", "one credit per successful ledger grant, every entry owned by its grant, balances = sum of entries"},
      kLedger, kLedgerSqlite, {kBalances}, 3, {}, {{kLedgerEntriesFp, 2}, {kLedgerBillsFp, 1}, {kBalancesFp, 1}}},
-    {{"qualifications", "per activity and user: used qualifications = grants on whitelist activities"},
+    {{"amounts", "per grant: amount, cost and channel by its prize's terms under its version"},
+     amounts_sql(true), amounts_sql(false), {}, 1},
+    {{"delivery", "per delivery bill: the grant's amount and channel, delivered exactly when its grant was; "
+                  "outbox rows for outbox grants only"},
+     delivery_sql(true), delivery_sql(false)},
+    {{"qualifications", "per activity and user: used qualifications = grants on whitelist activities that took one"},
      kQualifications},
-    {{"limits", "per scope and user: counters = grants counted, none over its limit"}, kLimits, kLimitsSqlite, {}, 1, {}, {{kLimitsFp, 1}}},
+    {{"limits", "per scope, user and period: counter = grants made in the period, none over its limit"},
+     limits_sql(true), limits_sql(false), {}, 1, {}, {{kLimitsFp, 1}}},
     {{"stuck", "deliveries without outcome, overdue resend bills, requests held too long"}, kStuck},
     {{"status_log", "current state = last log row, each row starts where the previous ended"},
      status_log_postgres(), kChainSqlite + kStatusLogTail, {}, 3, {{"enable_hashjoin", "off"}},

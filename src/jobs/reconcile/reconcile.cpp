@@ -12,6 +12,9 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "core/activity/definition.hpp"
 #include "jobs/reconcile/checks.hpp"
 
 namespace rc::jobs::reconcile {
@@ -244,6 +247,67 @@ void perform(store::Tx& tx, Queue& q, const Options& o, const std::map<std::stri
   }
 }
 
+// The terms each grant was made under (checks.cpp, :terms and :aterms). The running version's are
+// the rows the engine reads when it claims (prize, item, activity: a version switch rewrites them,
+// docs/design.md §12.1), also as version 0 (grants made before schema v6 carry none); an older
+// version's (superseded) are read from that version's definition. A superseded definition that no
+// longer parses gives no terms: its grants are reported, never passed.
+std::pair<std::string, std::string> grant_terms(store::Tx& tx, const Options& o) {
+  using nlohmann::json;
+  json terms = json::array(), aterms = json::array();
+  auto period_or_null = [](const store::Row& r, size_t limit, size_t period) {
+    return r.is_null(limit) || r.is_null(period) ? json(nullptr) : json(r.str(period));
+  };
+  std::map<std::pair<int64_t, std::string>, int64_t> prize_ids;  // (activity id, prize code) -> id
+  for (auto& r : tx.query("SELECT a.id, a.version, a.user_limit, a.user_limit_period FROM activity a WHERE "
+                          "CAST($1 AS TEXT) IS NULL OR a.code = $1",
+                          {store::opt(o.activity)})
+                     .rows) {
+    for (int64_t v : {r.i64(1), int64_t(0)}) aterms.push_back({{"a", r.i64(0)}, {"v", v}, {"ap", period_or_null(r, 2, 3)}});
+  }
+  for (auto& r : tx.query("SELECT p.activity_id, p.code, p.id, a.version, p.amount, p.amount_max, i.unit_cost_cents, "
+                          "i.channel, p.user_limit, p.user_limit_period, a.kind FROM prize p JOIN activity a ON a.id = "
+                          "p.activity_id JOIN item i ON i.id = p.item_id WHERE CAST($1 AS TEXT) IS NULL OR a.code = $1",
+                          {store::opt(o.activity)})
+                     .rows) {
+    prize_ids[{r.i64(0), r.str(1)}] = r.i64(2);
+    const int64_t hi = r.str(10) == "redpack" && !r.is_null(5) ? r.i64(5) : r.i64(4);
+    for (int64_t v : {r.i64(3), int64_t(0)})
+      terms.push_back({{"p", r.i64(2)}, {"v", v}, {"lo", r.i64(4)}, {"hi", hi}, {"u", r.i64(6)}, {"ch", r.str(7)},
+                       {"pp", period_or_null(r, 8, 9)}});
+  }
+  auto rows = tx.query(
+      "SELECT v.activity_id, v.version, v.definition FROM activity_version v JOIN activity a ON a.id = v.activity_id "
+      "WHERE (CAST($1 AS TEXT) IS NULL OR a.code = $1) AND v.state = 'superseded' AND v.version <> a.version "
+      "ORDER BY v.activity_id, v.version",
+      {store::opt(o.activity)});
+  for (auto& r : rows.rows) {
+    const int64_t aid = r.i64(0), v = r.i64(1);
+    auto parsed = activity::parse_definition(r.str(2), "activity_version " + std::to_string(v));
+    if (!parsed.def) {
+      spdlog::warn("reconcile: version {} of activity id {} does not parse: its grants have no terms", v, aid);
+      continue;
+    }
+    const auto& d = *parsed.def;
+    aterms.push_back({{"a", aid}, {"v", v}, {"ap", d.limit ? json(period_name(d.limit->period)) : json(nullptr)}});
+    for (auto& p : d.prizes) {
+      auto id = prize_ids.find({aid, p.code});
+      const auto* item = d.item(p.item);
+      if (id == prize_ids.end() || !item) continue;
+      const int64_t hi = d.kind == activity::Kind::redpack && p.amount_max ? *p.amount_max : p.amount;
+      terms.push_back({{"p", id->second}, {"v", v}, {"lo", p.amount}, {"hi", hi}, {"u", item->unit_cost_cents},
+                       {"ch", item->channel}, {"pp", p.limit ? json(period_name(p.limit->period)) : json(nullptr)}});
+    }
+  }
+  return {terms.dump(), aterms.dump()};
+}
+
+std::string join_list(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
 }  // namespace
 
 bool uses_fingerprints(store::Session& s, const Options& o) {
@@ -264,13 +328,12 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
                              std::vector<std::pair<std::string, double>>* seconds,
                              std::vector<std::string>* skipped, std::vector<std::string>* proven) {
   const auto names = resolve_checks(o.checks);
-  std::string ledger;
-  for (auto& c : o.ledger_channels) ledger += (ledger.empty() ? "" : ",") + c;
-  const std::map<std::string, store::Value> values{
+  std::map<std::string, store::Value> values{
       {"activity", store::opt(o.activity)},
       {"stuck", now - o.stuck_after_ms},
       {"held", now - o.held_after_ms},
-      {"ledger", ledger},
+      {"ledger", join_list(o.ledger_channels)},
+      {"outbox", join_list(o.outbox_channels)},
   };
   std::vector<Diff> diffs;
   // One snapshot: every check reads it (PostgreSQL: REPEATABLE READ). A second connection, when
@@ -284,6 +347,9 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
     tune_read(tx);
     if (o.activity && tx.query("SELECT 1 FROM activity WHERE code = $1", {*o.activity}).empty())
       throw Error(Errc::not_found, "--activity: no activity '" + *o.activity + "'");
+    auto [terms, aterms] = grant_terms(tx, o);  // (read in the run's snapshot)
+    values["terms"] = terms;
+    values["aterms"] = aterms;
     std::vector<const Check*> todo;
     for (auto& c : check_table())
       if (std::find(names.begin(), names.end(), c.info.name) != names.end()) todo.push_back(&c);

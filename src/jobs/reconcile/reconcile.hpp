@@ -47,6 +47,7 @@ struct Options {
   int64_t stuck_after_ms = 3'600'000;   // issuing/init/awaiting_external older than this is stuck
   int64_t held_after_ms = 86'400'000;   // a request held by a fuse longer than this is stuck
   std::vector<std::string> ledger_channels{"ledger"};  // channels of type ledger (config [channels.*])
+  std::vector<std::string> outbox_channels{"outbox"};  // channels of type outbox (config [channels.*])
   std::string operator_name = "rewardctl";
   bool dry_run = false;                 // run the checks, store nothing (run id 0)
   // Asked before each check begins: false skips it and every check not yet begun (the job runner's

@@ -15,6 +15,7 @@
 
 #include "core/interrupt.hpp"
 #include "core/store/fault.hpp"
+#include "core/store/sqlite/sql_functions.hpp"
 #include "core/store/store.hpp"
 
 namespace rc::store {
@@ -189,6 +190,7 @@ class SqliteStore : public Store {
         throw Error(Errc::busy, "database sqlite:" + path + " is locked by another process: try again");
       throw Error(Errc::unavailable, "cannot open database sqlite:" + path + ": " + e.what());
     }
+    register_sql_functions(db_->getHandle());
     on_interrupt();
   }
   ~SqliteStore() override {
@@ -296,6 +298,7 @@ class SqliteStore : public Store {
       throw Error(Errc::unavailable, "cannot open the read-only database sqlite:" + path_ + " (" +
                                          owner_and_mode(path_) + "): " + e.what());
     }
+    register_sql_functions(db_->getHandle());
     on_interrupt();
   }
 

@@ -537,3 +537,37 @@ TEST_CASE("fuse held: a request that named no prize, released while its prize's 
   CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'b1' AND state = 'success'") == 1);
   CHECK(db.count("SELECT count(*) FROM grants") == 1);
 }
+
+// A request held on a whitelist activity takes no qualification; confirmed by the fuse it never
+// does (cancelled), released it does (granted): reconcile is clean after each, never a false alarm
+// on the qualifications (docs/design.md §6.4).
+TEST_CASE("fuse held: a whitelist request held then confirmed, or released, reconciles clean") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.whitelist = true;
+  seed(db, s);
+  const int64_t aid = db.count("SELECT id FROM activity WHERE code = 'act'");
+  {
+    auto st = db.open();
+    for (const char* u : {"w1", "w2"})
+      st->exec("INSERT INTO qualification (activity_id, user_id, status, created_at, updated_at) "
+               "VALUES ($1, $2, 'unused', 0, 0)",
+               {aid, std::string(u)});
+  }
+  std::string ev = block(db, {"--prize", "p1"});
+  CHECK(claim_cli(db, "w1", "b1", 1)["outcome"] == "held");
+  db.ok({"fuse", "confirm", ev, "--reason", "fraud"});
+  CHECK(db.count("SELECT count(*) FROM grants WHERE user_id = 'w1' AND state = 'cancelled'") == 1);
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE user_id = 'w1' AND status = 'unused'") == 1);
+  auto r = db.ok({"reconcile", "-o", "json"});
+  CHECK(json::parse(lines(r.out).back())["state"] == "clean");
+  // a second hold, released: the grant takes the qualification then
+  db.ok({"fuse", "unblock", "act", "--prize", "p1", "--reason", "done"});
+  ev = block(db, {"--prize", "p1"});
+  CHECK(claim_cli(db, "w2", "b2", 1)["outcome"] == "held");
+  db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"});
+  CHECK(db.count("SELECT count(*) FROM qualification WHERE user_id = 'w2' AND status = 'used'") == 1);
+  r = db.ok({"reconcile", "-o", "json"});
+  CHECK(json::parse(lines(r.out).back())["state"] == "clean");
+}
