@@ -7,9 +7,17 @@
 //   - it is not empty (an empty biz id would block every other caller's empty key);
 //   - it is valid UTF-8;
 //   - it holds no control character (C0, DEL, C1);
-//   - it is at most kMaxUserIdBytes (user) or kMaxKeyBytes (biz id, request id) bytes.
+//   - it is at most kMaxUserIdBytes (user) or kMaxKeyBytes (biz id, request id) bytes;
+//   - it holds no invisible character: no code point of Unicode general category Cf (format:
+//     zero-width spaces and joiners, bidi controls, word joiners, soft hyphen, tags, an inner
+//     U+FEFF) and no other Default_Ignorable_Code_Point (variation selectors, Hangul fillers, ...);
+//   - it is in Unicode NFC. Text in another normal form is refused, never rewritten: what is stored
+//     is what the caller sent, and two spellings of one name cannot both exist (docs/design.md §4.1).
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace rc {
 
@@ -32,5 +40,17 @@ std::string identifier_error(const std::string& id, IdKind k, const std::string&
 
 // For command-line flags: the trimmed identifier, or Error(usage) (exit 64) naming the flag.
 std::string require_identifier(const std::string& raw, IdKind k, const std::string& flag);
+
+// True when s is valid UTF-8, holds none of refused_code_point_ranges() and is in NFC: the text
+// rules of an identifier without the length and trimming rules (and without the control-character
+// rule, which is part of the refused set). For checks over rows already stored (the SQLite
+// function rc_identifier_clean calls it).
+bool identifier_text_clean(std::string_view s);
+
+// Every code point an identifier may not hold, as inclusive [first, last] ranges, sorted and
+// merged: the control characters (C0, DEL, C1), general category Cf and the other
+// Default_Ignorable_Code_Point characters, computed once from ICU at first use. A PostgreSQL
+// pattern can be generated from the same set.
+const std::vector<std::pair<char32_t, char32_t>>& refused_code_point_ranges();
 
 }  // namespace rc

@@ -304,7 +304,7 @@ std::vector<std::string> Parser::users(const toml::table& parent, const char* ke
     std::string why = identifier_error(id, IdKind::user, "'" + index(up, i) + "'");
     if (!why.empty()) {
       add("bad_user_id", index(up, i), why + ": user ids are 1 to " + std::to_string(kMaxUserIdBytes) +
-                                           " bytes of UTF-8 without control characters",
+                                           " bytes of UTF-8 in Unicode NFC without control or invisible characters",
           el.source());
       continue;
     }

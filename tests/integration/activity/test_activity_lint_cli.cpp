@@ -2,6 +2,7 @@
 // both backend labels, and every run here points --db at a place where no database can exist.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -186,4 +187,41 @@ TEST_CASE("activity lint: the examples lint clean and the bad examples exit 1") 
     CHECK(r.rc == 1);
     CHECK(r.out.find(" error ") != std::string::npos);
   }
+}
+
+TEST_CASE("activity lint: disguised gray and blacklist users (invisible, not NFC) are bad_user_id errors at file:line (exit 1)") {
+  std::string dir = rt::make_temp_dir();
+  std::string t = rt::read_file(std::string(REWARDCTL_SOURCE_DIR) + "/templates/direct.toml");
+  // the line number of what replaced `from`
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto p = t.find(from);
+    REQUIRE(p != std::string::npos);
+    t.replace(p, from.size(), to);
+    return std::to_string(1 + std::count(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(p), '\n'));
+  };
+  // the gray list: a raw U+200B after qa_bob; the blacklist: NFD café (a TOML escape), a raw tag character
+  const std::string gray_line =
+      replace("users = [\"qa_alice\", \"qa_bob\"]", "users = [\"qa_alice\", \"qa_bob\xE2\x80\x8B\"]");
+  const std::string black_line =
+      replace("users = [\"fraud_user_1\"]", "users = [\"cafe\\u0301\", \"x\xF3\xA0\x81\x81\", \"caf\\u00e9\"]");
+  std::string file = rt::write_file(dir, "disguised.toml", t);
+  auto r = rt::run(no_db({"activity", "lint", file}), {}, "", dir);
+  INFO(r.all());
+  CHECK(r.rc == 1);
+  int found = 0;
+  for (auto& l : rt::lines(r.out)) {
+    if (l.find("bad_user_id") == std::string::npos) continue;
+    ++found;
+    if (l.rfind(file + ":" + gray_line + ":", 0) == 0)
+      CHECK(l.find("'gray.users[1]' holds an invisible character U+200B at character 7 (byte 6)") != std::string::npos);
+    else if (l.find("blacklist.users[0]") != std::string::npos)
+      CHECK((l.rfind(file + ":" + black_line + ":", 0) == 0 &&
+             l.find("is not in Unicode NFC (character 4, byte 3, U+0301 combines with what precedes it") != std::string::npos));
+    else
+      CHECK((l.rfind(file + ":" + black_line + ":", 0) == 0 &&
+             l.find("'blacklist.users[1]' holds an invisible character U+E0041 at character 2 (byte 1)") != std::string::npos));
+  }
+  CHECK(found == 3);  // and none for the NFC café
+  CHECK(rt::lines(r.out).back() == file + ": 3 errors, 0 warnings, 0 infos: fix the errors before `activity create`");
+  (void)!system(("rm -rf '" + dir + "'").c_str());
 }

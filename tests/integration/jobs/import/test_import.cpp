@@ -136,6 +136,40 @@ TEST_CASE("import: malformed and awkward inputs, each with its outcome and line 
   }
 }
 
+TEST_CASE("import: disguised user ids (invisible characters, not NFC) are rejected rows naming line and rule") {
+  const std::string nfc = "caf\xC3\xA9", nfd = "cafe\xCC\x81";
+  const std::string csv = "user_id,tier\nu1,a\nevil\xE2\x80\x8B,b\n" + nfd + ",c\n\xE2\x80\x8B,d\nu\xF3\xA0\x81\x81,e\n" +
+                          "ab\xE2\x80\xAE" "cd,f\n" + nfc + ",g\n\xE7\x94\xA8\xE6\x88\xB7\xE4\xB8\x80,h\n";
+  const std::vector<std::pair<int64_t, std::string>> want = {
+      {3, "user_id holds an invisible character U+200B at character 5 (byte 4)"},
+      {4, "user_id is not in Unicode NFC (character 4, byte 3, U+0301 combines with what precedes it; send the composed form)"},
+      {5, "user_id holds an invisible character U+200B at character 1 (byte 0)"},
+      {6, "user_id holds an invisible character U+E0041 at character 2 (byte 1)"},
+      {7, "user_id holds an invisible character U+202E at character 3 (byte 2)"}};
+  TestDb db;
+  fresh(db);
+  std::string f = rt::write_file(db.dir(), "in.csv", csv);
+  SUBCASE("over the default --max-rejects 0: exit 65, nothing written") {
+    auto r = db.ok({"import-qualifications", "act", "in.csv"}, 65);
+    CHECK(r.err.find("in.csv: 5 rows rejected, over --max-rejects 0") != std::string::npos);
+    CHECK(qualified(db) == 0);
+    CHECK(db.count("SELECT count(*) FROM import_run") == 0);
+    CHECK(db.count("SELECT count(*) FROM audit") == 0);
+    CHECK(rejects(f + ".rejects.csv") == want);
+  }
+  SUBCASE("within the limit: exit 3, the clean users stored as sent") {
+    db.ok({"import-qualifications", "act", "in.csv", "--max-rejects", "5"}, 3);
+    CHECK(qualified(db) == 3);
+    CHECK(db.count("SELECT count(*) FROM qualification WHERE user_id IN ('u1', $1, $2)", {nfc, std::string("用户一")}) == 3);
+    CHECK(rejects(f + ".rejects.csv") == want);
+    // qualification revoke reads its file by the same rules
+    rt::write_file(db.dir(), "rv.csv", "user_id\n" + nfd + "\n");
+    db.ok({"qualification", "revoke", "act", "rv.csv", "--yes"}, 65);
+    CHECK(db.count("SELECT count(*) FROM qualification WHERE status = 'revoked'") == 0);
+    CHECK(rejects(db.dir() + "/rv.csv.rejects.csv") == std::vector<std::pair<int64_t, std::string>>{{2, want[1].second}});
+  }
+}
+
 TEST_CASE("import: what is stored per row, and the audit and run records") {
   TestDb db;
   fresh(db);

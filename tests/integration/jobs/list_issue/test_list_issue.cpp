@@ -210,6 +210,43 @@ TEST_CASE("list-issue: plan dedupes, rejects bad rows and stores the batch with 
   }
 }
 
+TEST_CASE("list-issue: plan refuses disguised user ids (invisible, not NFC): rejects naming the line, exit 65, nothing stored") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.stock = 100;
+  s.budget = 100000;
+  seed(db, s);
+  const std::string nfc = "caf\xC3\xA9", nfd = "cafe\xCC\x81";
+  write_file(db.dir(), "d.csv",
+             "user_id,note\nu1,a\nevil\xE2\x80\x8B,b\n" + nfd + ",c\n\xE2\x80\x8B,d\nab\xE2\x80\xAE" "cd,e\n" + nfc +
+                 ",f\n\xE7\x94\xA8\xE6\x88\xB7\xE4\xB8\x80,g\n");
+  auto r = db.rc({"list-issue", "plan", "act", db.dir() + "/d.csv", "--prize", "p1"});
+  INFO(r.all());
+  CHECK(r.rc == 65);
+  CHECK(r.err.find("4 rows rejected, over --max-rejects 0") != std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM list_batch") == 0);
+  CHECK(db.count("SELECT count(*) FROM list_item") == 0);
+  const std::string rej = read_file(db.dir() + "/d.csv.rejects.csv");
+  CHECK(rej.find(",3,user_id holds an invisible character U+200B at character 5 (byte 4)") != std::string::npos);
+  CHECK(rej.find(",4,\"user_id is not in Unicode NFC (character 4, byte 3, U+0301 combines") != std::string::npos);
+  CHECK(rej.find(",5,user_id holds an invisible character U+200B at character 1 (byte 0)") != std::string::npos);
+  CHECK(rej.find(",6,user_id holds an invisible character U+202E at character 3 (byte 2)") != std::string::npos);
+  // within --max-rejects the clean users are planned, stored as sent, and issued under those bytes
+  auto j = rt::last_json(db.ok({"list-issue", "plan", "act", db.dir() + "/d.csv", "--prize", "p1", "--max-rejects", "4",
+                                "-o", "json", "--operator", "alice"},
+                               3));
+  CHECK(j["users"] == 3);
+  CHECK(j["rejected"] == 4);
+  const std::string b = j["batch"];
+  CHECK(db.count("SELECT count(*) FROM list_item WHERE user_id IN ('u1', $1, $2)", {nfc, std::string("用户一")}) == 3);
+  CHECK(db.count("SELECT count(*) FROM list_item") == 3);
+  db.ok({"list-issue", "approve", b, "--operator", "bob"});
+  db.ok({"list-issue", "run", b, "--progress", "none"});
+  CHECK(db.count("SELECT count(*) FROM grants WHERE user_id IN ('u1', $1, $2)", {nfc, std::string("用户一")}) == 3);
+  CHECK(db.count("SELECT count(*) FROM grants") == 3);
+}
+
 TEST_CASE("list-issue: approval rules") {
   TestDb db;
   db.migrate();
