@@ -145,7 +145,7 @@ void register_reconcile(CLI::App& app, Ctx& ctx) {
   auto* rc = app.add_subcommand("reconcile", "Job: check that every cent and unit is accounted for; exit 1 on any difference");
   rc->require_subcommand(0, 1);
   rc->add_option("--activity", reconcile_opt.activity, "Only this activity (and the ledger accounts of its users)");
-  rc->add_option("--checks", reconcile_opt.checks, "Comma-separated: stock,budget,ledger,qualifications,limits,stuck,status_log,list_items")
+  rc->add_option("--checks", reconcile_opt.checks, "Comma-separated: stock,budget,ledger,amounts,delivery,qualifications,limits,stuck,status_log,list_items,identifiers")
       ->delimiter(',');
   rc->add_option("--stuck-after", reconcile_opt.stuck_after, "A delivery without outcome this old is stuck (default 1h)");
   rc->add_option("--held-after", reconcile_opt.held_after, "A request held by a fuse this long is stuck (default 24h)");

@@ -219,12 +219,14 @@ struct ClaimRun {
   }
 
   // pending -> init for the held grant, with what the flow chose; nullopt when it is no longer
-  // pending (another release or a confirm won).
+  // pending (another release or a confirm won). The grant is made now: its created_at becomes the
+  // release's time, the time whose periods its limits were just taken in (and a reversal gives
+  // them back to), docs/design.md §4.3.
   std::optional<int64_t> adopt_held(const NewGrant& ng) {
     check_version(tx, ng.activity_id, *ng.pool_version);
     if (!transition(tx, held_id, GrantState::pending, GrantState::init, ng.actor, ng.why, now,
                     ", prize_id = $5, amount = $6, cost_cents = $7, bucket = $8, draw_value = $9, pool_version = $10, "
-                    "degraded_from = $11, channel = $12, expires_at = $13, reason = $14",
+                    "degraded_from = $11, channel = $12, expires_at = $13, reason = $14, created_at = $2",
                     {ng.prize_id, ng.amount, ng.cost_cents, ng.bucket, store::opt(ng.draw_value),
                      store::opt(ng.pool_version), store::opt(ng.degraded_from), ng.channel, store::opt(ng.expires_at),
                      store::opt(ng.reason)}))

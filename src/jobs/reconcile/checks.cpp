@@ -60,9 +60,12 @@ std::string terms_cte(bool pg) {
 std::string period_of(bool pg, const std::string& k, const std::string& ms, const std::string& zone) {
   if (!pg) return "CASE " + k + " WHEN 'total' THEN 'total' ELSE rc_period_key(" + k + ", " + ms + ", " + zone + ") END";
   const std::string local = "(to_timestamp(" + ms + " / 1000.0) AT TIME ZONE " + zone + ")";
-  return "CASE " + k + " WHEN 'total' THEN 'total' WHEN 'day' THEN to_char(" + local + ", 'YYYY-MM-DD') "
+  // (a zone the server does not know gives no period, reported as a difference, rather than an
+  // error that would stop the whole run: the list is read once, a hashed subplan)
+  return "CASE WHEN " + k + " = 'total' THEN 'total' WHEN " + zone + " NOT IN (SELECT z.name FROM pg_timezone_names z) "
+         "THEN NULL ELSE CASE " + k + " WHEN 'total' THEN 'total' WHEN 'day' THEN to_char(" + local + ", 'YYYY-MM-DD') "
          "WHEN 'week' THEN to_char(" + local + ", 'IYYY-\"W\"IW') WHEN 'month' THEN to_char(" + local +
-         ", 'YYYY-MM') END";
+         ", 'YYYY-MM') END END";
 }
 // Whether `col` is one name of the comma-separated list parameter `param` (a channel name holds no
 // comma; never a pattern: '_' is a channel name's character).
@@ -607,6 +610,45 @@ const std::string kListItems =
     "(li.state = 'rejected' AND (g.id IS NULL OR (g.state = 'invalid' AND g.record_code = li.record_code))) OR "
     "(li.state = 'cancelled' AND (g.id IS NULL OR (g.state = 'cancelled' AND g.record_code = li.record_code))))";
 
+// identifiers: every stored user id and biz id obeys the identifier text rules that the edges now
+// enforce (core/identifier.hpp: valid UTF-8, no control or invisible character, NFC): a row stored
+// before them, or written by hand, is reported, never rewritten. PostgreSQL: IS NFC NORMALIZED and a
+// character class of the refused code points (:refused, built from the same table the edges use);
+// SQLite: rc_identifier_clean, the edges' own function.
+std::string identifiers_sql(bool pg) {
+  auto bad = [pg](const std::string& col) {
+    return pg ? "(NOT (" + col + " IS NFC NORMALIZED) OR " + col + " ~ CAST(:refused AS TEXT))"
+              : "rc_identifier_clean(" + col + ") = 0";
+  };
+  auto row = [&](const std::string& entity, const std::string& key, const std::string& col, const std::string& what,
+                 const std::string& from, const std::string& scope) {
+    return "SELECT '" + entity + "', " + key + ", 'a " + what + " in NFC without control or invisible characters', "
+           "'U+' || " + (pg ? "upper(encode(convert_to(" + col + ", 'UTF8'), 'hex'))" : "hex(" + col + ")") +
+           " || ' (UTF-8 bytes)', '" + what + " ' || quote_ident_or(" + col + "), NULL FROM " + from + " WHERE " +
+           scope + " AND " + bad(col);
+  };
+  (void)row;
+  auto line = [&](const std::string& entity, const std::string& key, const std::string& col, const std::string& what,
+                  const std::string& from, const std::string& scope) {
+    const std::string hex = pg ? "upper(encode(convert_to(" + col + ", 'UTF8'), 'hex'))" : "hex(" + col + ")";
+    return "SELECT '" + entity + "', " + key + ", 'a " + what + " in NFC without control or invisible characters', "
+           "'bytes ' || " + hex + ", 'the stored " + what + ", never rewritten: fix the caller, then the row by hand', "
+           "NULL FROM " + from + " WHERE " + scope + " AND " + bad(col);
+  };
+  return line("grant", "g.record_code", "g.user_id", "user id", "grants g", "g.activity_id IN " + kActIds) +
+         " UNION ALL " +
+         line("grant", "g.record_code", "g.biz_id", "biz id", "grants g", "g.activity_id IN " + kActIds) +
+         " UNION ALL " +
+         line("qualification", "a.code || '/#' || q.id", "q.user_id", "user id",
+              "qualification q JOIN activity a ON a.id = q.activity_id", kAct) +
+         " UNION ALL " +
+         line("activity_user_list", "a.code || '/' || l.list", "l.user_id", "user id",
+              "activity_user_list l JOIN activity a ON a.id = l.activity_id", kAct) +
+         " UNION ALL " +
+         line("list_item", "b.batch_no || '/#' || li.id", "li.user_id", "user id",
+              "list_item li JOIN list_batch b ON b.id = li.batch_id JOIN activity a ON a.id = b.activity_id", kAct);
+}
+
 const std::vector<Check> kChecks = {
     {{"stock", "per prize: bucket totals = remaining + grants holding a unit = configured stock"}, kStock},
     {{"budget", "per activity: consumed = cost of grants holding budget <= authorised"}, kBudget},
@@ -627,6 +669,8 @@ const std::vector<Check> kChecks = {
      {{status_log_grants_fp(false), 3}, {status_log_grants_fp(true), 3}, {kStatusLogOthersFp, 0}}},
     {{"list_items", "each list-issue item agrees with its grant (pending, held, issued, rejected, cancelled)"},
      kListItems},
+    {{"identifiers", "stored user ids and biz ids obey the identifier rules (UTF-8, NFC, no invisible character)"},
+     identifiers_sql(true), identifiers_sql(false), {}, 1},
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/activity/definition.hpp"
+#include "core/identifier.hpp"
 #include "jobs/reconcile/checks.hpp"
 
 namespace rc::jobs::reconcile {
@@ -302,6 +304,21 @@ std::pair<std::string, std::string> grant_terms(store::Tx& tx, const Options& o)
   return {terms.dump(), aterms.dump()};
 }
 
+// A PostgreSQL regular expression matching any code point the identifier rules refuse
+// (core/identifier.hpp, the edges' own table): one bracket of \U ranges (NUL left out: a text
+// holds none).
+std::string refused_class() {
+  std::string re = "[";
+  char buf[40];
+  for (auto [lo, hi] : refused_code_point_ranges()) {
+    const uint32_t a = std::max<uint32_t>(uint32_t(lo), 1), b = uint32_t(hi);
+    if (b < a) continue;
+    std::snprintf(buf, sizeof buf, "\\U%08X-\\U%08X", a, b);
+    re += buf;
+  }
+  return re + "]";
+}
+
 std::string join_list(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) s += (s.empty() ? "" : ",") + x;
@@ -334,6 +351,7 @@ std::vector<Diff> find_diffs(store::Store& st, const Options& o, Millis now,
       {"held", now - o.held_after_ms},
       {"ledger", join_list(o.ledger_channels)},
       {"outbox", join_list(o.outbox_channels)},
+      {"refused", refused_class()},
   };
   std::vector<Diff> diffs;
   // One snapshot: every check reads it (PostgreSQL: REPEATABLE READ). A second connection, when

@@ -13,7 +13,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "core/identifier.hpp"
 #include "core/interrupt.hpp"
 #include "core/store/fault.hpp"
 #include "core/store/sqlite/sql_functions.hpp"
@@ -148,32 +147,6 @@ void configure_sqlite_once() {
   std::call_once(once, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
 }
 
-// rc_identifier_clean(text) -> 1 when the text obeys the identifier text rules (valid UTF-8, no
-// control or invisible character, NFC: core/identifier.hpp, docs/design.md §4.1), else 0; NULL ->
-// NULL. A blob is read as its bytes. Deterministic, so SQLite may use it in indexes and constraints.
-void rc_identifier_clean_fn(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
-  const int n = sqlite3_value_bytes(argv[0]);
-  try {
-    sqlite3_result_int(ctx, identifier_text_clean(std::string_view(p ? p : "", static_cast<size_t>(n))) ? 1 : 0);
-  } catch (const std::exception& e) {
-    sqlite3_result_error(ctx, e.what(), -1);
-  }
-}
-
-// The project's SQL functions, on every connection this store opens.
-void register_sql_functions(SQLite::Database& db) {
-  const int rc = sqlite3_create_function_v2(db.getHandle(), "rc_identifier_clean", 1,
-                                            SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
-                                            &rc_identifier_clean_fn, nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK)
-    throw Error(Errc::internal, std::string("SQLite: cannot register rc_identifier_clean: ") + sqlite3_errstr(rc));
-}
-
 class SqliteStore : public Store {
  public:
   SqliteStore(const std::string& path, const StoreOptions& o) : Store(o.retries), path_(path), opts_(o) {
@@ -212,7 +185,6 @@ class SqliteStore : public Store {
         }
       }
       db_->exec("PRAGMA synchronous=FULL");  // money: a commit survives power loss
-      register_sql_functions(*db_);
     } catch (const SQLite::Exception& e) {
       if (is_busy(e.getErrorCode()))
         throw Error(Errc::busy, "database sqlite:" + path + " is locked by another process: try again");
@@ -320,7 +292,6 @@ class SqliteStore : public Store {
         probe();
       }
       db_->exec("PRAGMA foreign_keys=ON");
-      register_sql_functions(*db_);
     } catch (const SQLite::Exception& e) {
       if (is_busy(e.getErrorCode()))
         throw Error(Errc::busy, "database sqlite:" + path_ + " is locked by another process: try again");

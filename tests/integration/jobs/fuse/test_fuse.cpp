@@ -239,7 +239,7 @@ TEST_CASE("fuse-scan and reconcile run on the job runner: job_run, lease, --limi
   auto rl = lines(rec.out);
   auto run = json::parse(rl.back());
   CHECK(run["state"] == "incomplete");
-  CHECK(run["skipped"].size() == 8);  // 10 checks, 2 run
+  CHECK(run["skipped"].size() == 9);  // 11 checks, 2 run
   CHECK(db.count("SELECT count(*) FROM reconcile_run WHERE state = 'incomplete'") == 1);
   CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'reconcile' AND stopped = 'limit'") == 1);
   db.ok({"reconcile", "-o", "json"}, 0, kNow);

@@ -571,3 +571,28 @@ TEST_CASE("fuse held: a whitelist request held then confirmed, or released, reco
   r = db.ok({"reconcile", "-o", "json"});
   CHECK(json::parse(lines(r.out).back())["state"] == "clean");
 }
+
+// Held before midnight, released after: the grant is made at its release, and its day limit is
+// counted (and would be given back) in the release's day; reconcile, which recomputes each grant's
+// period from its creation, is clean.
+TEST_CASE("fuse held: a request held before midnight and released after counts in the release's day") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.limit = 2;
+  s.period = "day";
+  s.timezone = "America/New_York";
+  seed(db, s);
+  const std::map<std::string, std::string> before{{"REWARDCTL_NOW", "2027-03-15T03:50:00Z"}};  // 23:50 EDT, Mar 14
+  const std::map<std::string, std::string> after{{"REWARDCTL_NOW", "2027-03-15T04:10:00Z"}};   // 00:10 EDT, Mar 15
+  db.ok({"claim", "act", "--user", "u1", "--biz-id", "b1"}, 0, before);
+  std::string ev = json::parse(db.ok({"fuse", "block", "act", "--prize", "p1", "--reason", "x", "-o", "json"}, 0,
+                                     before).out)["event"];
+  db.ok({"claim", "act", "--user", "u1", "--biz-id", "b2"}, 1, before);  // held
+  db.ok({"fuse", "release", ev, "--false-alarm", "-o", "json"}, 0, after);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'b2' AND state = 'success'") == 1);
+  CHECK(db.count("SELECT used FROM limit_counter WHERE user_id = 'u1' AND period_key = '2027-03-15'") == 1);
+  CHECK(db.count("SELECT used FROM limit_counter WHERE user_id = 'u1' AND period_key = '2027-03-14'") == 1);
+  auto r = db.ok({"reconcile", "-o", "json"}, 0, after);
+  CHECK(json::parse(lines(r.out).back())["state"] == "clean");
+}

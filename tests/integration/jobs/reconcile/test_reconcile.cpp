@@ -173,6 +173,11 @@ const std::vector<Damage>& damage_catalogue() {
        {"DELETE FROM ledger_entry WHERE bill_no = $3", "DELETE FROM delivery_bill WHERE bill_no = $3",
         "UPDATE ledger_account SET balance = 0 WHERE user_id = 'u3'"}},
       {"an activity version's log rows lost", "status_log", {"DELETE FROM status_log WHERE entity = 'activity_version'"}},
+      // identifiers stored by hand, past the edges' rules: a zero-width space, a decomposed accent
+      {"a blacklisted user id with a zero-width space", "identifiers",
+       {"INSERT INTO activity_user_list (activity_id, list, user_id) SELECT id, 'black', 'evil\xE2\x80\x8B' FROM "
+        "activity"}},
+      {"a grant's biz id not in NFC", "identifiers", {"UPDATE grants SET biz_id = 'cafe\xCC\x81' WHERE bill_no = $4"}},
       // sound books: a grant id near 2^63 (the status_log halves split at the middle of the ids)
       {"a grant with the largest id", "",
        {"INSERT INTO grants (id, record_code, biz_id, activity_id, prize_id, user_id, amount, cost_cents, state, "
@@ -203,7 +208,7 @@ TEST_CASE("reconcile: clean books exit 0, the run is stored with no diff") {
   INFO(dump(p));
   CHECK(p.diffs.empty());
   CHECK(p.run["state"] == "clean");
-  CHECK(p.run["checks"] == "stock,budget,ledger,amounts,delivery,qualifications,limits,stuck,status_log,list_items");
+  CHECK(p.run["checks"] == "stock,budget,ledger,amounts,delivery,qualifications,limits,stuck,status_log,list_items,identifiers");
   CHECK(db.count("SELECT count(*) FROM reconcile_run WHERE state = 'clean' AND diff_count = 0") == 1);
   CHECK(db.count("SELECT count(*) FROM reconcile_diff") == 0);
   auto t = db.ok({"reconcile"});
