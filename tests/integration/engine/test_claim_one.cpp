@@ -956,5 +956,10 @@ TEST_CASE("claim chunk: a user id that is not UTF-8 never reaches the statement"
   } else {
     CHECK_FALSE(threw);
     CHECK(db.count("SELECT count(*) FROM grants WHERE user_id LIKE 'bad%' AND length(CAST(user_id AS BLOB)) = 4") == 1);
+    // the library stored what the edges would have refused: reconcile names the row, never rewrites it
+    db.expect_damage();
+    auto r = db.ok({"reconcile", "--checks", "identifiers", "-o", "json"}, 1);
+    CHECK(r.out.find("\"check\":\"identifiers\"") != std::string::npos);
+    CHECK(r.out.find("626164FF") != std::string::npos);  // the user id's bytes, in hex
   }
 }
