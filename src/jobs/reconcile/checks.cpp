@@ -620,14 +620,6 @@ std::string identifiers_sql(bool pg) {
     return pg ? "(NOT (" + col + " IS NFC NORMALIZED) OR " + col + " ~ CAST(:refused AS TEXT))"
               : "rc_identifier_clean(" + col + ") = 0";
   };
-  auto row = [&](const std::string& entity, const std::string& key, const std::string& col, const std::string& what,
-                 const std::string& from, const std::string& scope) {
-    return "SELECT '" + entity + "', " + key + ", 'a " + what + " in NFC without control or invisible characters', "
-           "'U+' || " + (pg ? "upper(encode(convert_to(" + col + ", 'UTF8'), 'hex'))" : "hex(" + col + ")") +
-           " || ' (UTF-8 bytes)', '" + what + " ' || quote_ident_or(" + col + "), NULL FROM " + from + " WHERE " +
-           scope + " AND " + bad(col);
-  };
-  (void)row;
   auto line = [&](const std::string& entity, const std::string& key, const std::string& col, const std::string& what,
                   const std::string& from, const std::string& scope) {
     const std::string hex = pg ? "upper(encode(convert_to(" + col + ", 'UTF8'), 'hex'))" : "hex(" + col + ")";
