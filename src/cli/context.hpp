@@ -52,6 +52,7 @@ void register_import(CLI::App& app, Ctx& ctx);  // import-qualifications, qualif
 void register_activity_def(CLI::App& app, Ctx& ctx);  // activity new | lint (cmd_activity_def.cpp)
 void register_activity(CLI::App& app, Ctx& ctx);
 void register_claim(CLI::App& app, Ctx& ctx);
+void register_serve(CLI::App& app, Ctx& ctx);  // serve (cmd_serve.cpp)
 void register_reconcile(CLI::App& app, Ctx& ctx);  // reconcile, reconcile show | list (cmd_reconcile.cpp)
 void register_list_issue(CLI::App& app, Ctx& ctx);  // list-issue (cmd_list_issue.cpp)
 void register_fuse(CLI::App& app, Ctx& ctx);  // fuse-scan, fuse list | show | release | confirm | block | unblock

@@ -4,12 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/activity/read.hpp"
-#include "core/engine/grant_view.hpp"
+#include "core/engine/grant_json.hpp"
 #include "core/engine/ledger.hpp"
 
 namespace rc::cli {
 
-nlohmann::json grant_json(const engine::GrantView& g);
+using engine::grant_json;
 nlohmann::json activity_summary_json(const activity::ActivitySummary& s);
 nlohmann::json activity_list_json(const activity::ActivityListRow& a);
 nlohmann::json history_json(const activity::HistoryEvent& e);

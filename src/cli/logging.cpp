@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "cli/logging.hpp"
 #include "cli/output.hpp"
@@ -17,17 +19,33 @@
 namespace rc::cli {
 namespace {
 
+// A message that is a JSON object whose first key is "event" ({"event":"request","path":...}, as
+// serve logs each request) is a structured line: its fields become the JSON line's own fields, or
+// `event key=value ...` in text.
+std::optional<nlohmann::ordered_json> structured(const spdlog::details::log_msg& m) {
+  static const std::string kMark = "{\"event\":";
+  std::string_view p(m.payload.data(), m.payload.size());
+  if (p.compare(0, kMark.size(), kMark) != 0) return std::nullopt;
+  auto j = nlohmann::ordered_json::parse(p.begin(), p.end(), nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return j;
+}
+
 // {"ts":"2025-11-30T15:59:59.123Z","level":"error","pid":42,"msg":"..."}
 class JsonFormatter : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(m.time.time_since_epoch()).count();
-    json j{{"ts", format_utc(ms)},
+    nlohmann::ordered_json j{{"ts", format_utc(ms)},
            {"level", std::string(spdlog::level::to_string_view(m.level).data(),
                                  spdlog::level::to_string_view(m.level).size())},
-           {"pid", int64_t(::getpid())},
-           {"msg", std::string(m.payload.data(), m.payload.size())}};
-    auto s = dump_json(j) + "\n";
+           {"pid", int64_t(::getpid())}};
+    if (auto ev = structured(m)) {
+      for (auto it = ev->begin(); it != ev->end(); ++it) j[it.key()] = it.value();
+    } else {
+      j["msg"] = std::string(m.payload.data(), m.payload.size());
+    }
+    auto s = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     dest.append(s.data(), s.data() + s.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
@@ -40,7 +58,18 @@ class EscapingFormatter : public spdlog::formatter {
   explicit EscapingFormatter(std::string pattern)
       : pattern_(std::move(pattern)), inner_(pattern_, spdlog::pattern_time_type::utc) {}
   void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
-    std::string safe = printable(std::string(m.payload.data(), m.payload.size()));
+    std::string text(m.payload.data(), m.payload.size());
+    if (auto ev = structured(m)) {
+      text = ev->value("event", "event");
+      for (auto it = ev->begin(); it != ev->end(); ++it)
+        if (it.key() != "event") {
+          // a string with a space, quote or '=' is quoted (as JSON), so that a line splits one way
+          bool plain = it->is_string() && it->get<std::string>().find_first_of(" \"=") == std::string::npos &&
+                       !it->get<std::string>().empty();
+          text += " " + it.key() + "=" + (plain ? it->get<std::string>() : it->dump());
+        }
+    }
+    std::string safe = printable(text);
     spdlog::details::log_msg copy = m;
     copy.payload = spdlog::string_view_t(safe.data(), safe.size());
     inner_.format(copy, dest);

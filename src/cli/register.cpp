@@ -12,6 +12,7 @@ void register_all(CLI::App& app, Ctx& ctx) {
   register_activity_live(app, ctx);
   register_activity_version(app, ctx);
   register_claim(app, ctx);
+  register_serve(app, ctx);
   register_import(app, ctx);
   register_reconcile(app, ctx);
   register_jobs(app, ctx);

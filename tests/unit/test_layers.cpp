@@ -1,5 +1,5 @@
 // The layers of src/ (docs/design.md §7): every #include runs down, never up or sideways across
-// the line. base <- util <- core <- jobs <- cli; inside core, the engine sits above activity,
+// the line. base <- util <- core <- jobs <- cli, and core <- serve <- cli; inside core, the engine sits above activity,
 // delivery and store, and activity above store and delivery. A wrong include fails here, naming
 // the file, the line and the rule, before it becomes a cycle nobody can undo.
 #include <doctest/doctest.h>
@@ -33,6 +33,13 @@ std::string wrong_way(const std::string& from, const std::string& to) {
       {"core/", "jobs/", "core is below jobs"},
       {"core/", "cli/", "core is below cli"},
       {"jobs/", "cli/", "jobs are below cli"},
+      // serve sits beside jobs, over core: the CLI starts it; neither core nor jobs know it
+      {"base/", "serve/", "base is the bottom layer"},
+      {"util/", "serve/", "util is below serve"},
+      {"core/", "serve/", "core is below serve"},
+      {"jobs/", "serve/", "serve and jobs are apart"},
+      {"serve/", "jobs/", "serve and jobs are apart"},
+      {"serve/", "cli/", "serve is below cli"},
   };
   for (auto& r : rules)
     if (starts(from, r.from) && starts(to, r.to)) return r.why;
@@ -67,6 +74,10 @@ TEST_CASE("layers: the rule itself tells right from wrong") {
   CHECK(wrong_way("jobs/runtime/runner.cpp", "jobs/expire/expire.hpp") != "");
   CHECK(wrong_way("jobs/input/input.cpp", "jobs/import/rows.hpp") != "");
   CHECK(wrong_way("jobs/expire/expire.cpp", "jobs/runtime/runner.hpp") == "");
+  CHECK(wrong_way("serve/server.cpp", "core/engine/engine.hpp") == "");
+  CHECK(wrong_way("serve/server.cpp", "cli/context.hpp") != "");
+  CHECK(wrong_way("core/engine/claim.cpp", "serve/api.hpp") != "");
+  CHECK(wrong_way("cli/cmd_serve.cpp", "serve/server.hpp") == "");
 }
 
 TEST_CASE("layers: every include in src/ runs down (docs/design.md §7)") {

@@ -291,7 +291,7 @@ ClaimOutcome Engine::claim(const ClaimRequest& request) {
   auto finish = [&]() -> ClaimOutcome {
     out.duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
-    spdlog::info("claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
+    spdlog::log(opts_.claim_log_level, "claim activity={} user={} biz_id={} outcome={}{}{} duration_us={}", r.activity, r.user, r.biz_id,
                  status_name(out.status), out.reason == Reason::none ? "" : std::string(" reason=") + name(out.reason),
                  out.grant ? " record=" + out.grant->record_code + " state=" + name(out.grant->state) : "", out.duration_us);
     return out;

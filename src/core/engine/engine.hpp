@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/common.h>
+
 #include "core/alert_outbox.hpp"
 #include "core/clock.hpp"
 #include "core/delivery/channel.hpp"
@@ -106,6 +108,8 @@ struct EngineOptions {
   // Posts an alert queued by a budget ladder step move, after its commit (the CLI posts the signed
   // [alerts] webhook). Empty: no webhook configured, the alert is recorded as skipped.
   AlertPoster post_alert;
+  // The level of the one line each claim() logs (serve logs each request itself, and sets debug).
+  spdlog::level::level_enum claim_log_level = spdlog::level::info;
 };
 
 struct HeldResult;       // what became of a held grant (held.hpp)
