@@ -16,7 +16,7 @@ namespace {
 
 struct {
   std::string listen;
-  int threads = 0;
+  int threads = 0, connections = 0;
   bool no_auth = false;
 } serve_opt;
 
@@ -70,6 +70,7 @@ serve::ServeOptions serve_options(Ctx& ctx) {
       listen_what = ctx.settings.config_path + ": serve.listen";
     }
     o.threads = int(int_setting(ctx, *t, "threads", o.threads, 1, 1024));
+    o.connections = int(int_setting(ctx, *t, "connections", o.connections, 1, 65536));
     o.user_rate = rate_setting(ctx, *t, "user_rate");
     o.user_burst = rate_setting(ctx, *t, "user_burst");
     o.max_body_bytes = size_t(int_setting(ctx, *t, "max_body_bytes", int64_t(o.max_body_bytes), 256, 16 << 20));
@@ -104,6 +105,11 @@ serve::ServeOptions serve_options(Ctx& ctx) {
     if (serve_opt.threads < 1 || serve_opt.threads > 1024) throw Error(Errc::usage, "--threads must be 1 to 1024");
     o.threads = serve_opt.threads;
   }
+  if (serve_opt.connections != 0) {
+    if (serve_opt.connections < 1 || serve_opt.connections > 65536)
+      throw Error(Errc::usage, "--connections must be 1 to 65536");
+    o.connections = serve_opt.connections;
+  }
   o.auth = !serve_opt.no_auth;
   return o;
 }
@@ -120,7 +126,7 @@ Exit run_serve(Ctx& ctx) {
   d.engine_options = [eopts] { return eopts; };
   d.clock = ctx.clock.get();
   d.on_listening = [&ctx, &o](const std::string& address) {
-    ctx.out.record({{"listening", address}, {"threads", o.threads}, {"auth", o.auth}});
+    ctx.out.record({{"listening", address}, {"threads", o.threads}, {"connections", o.connections}, {"auth", o.auth}});
     std::cout.flush();
   };
   return serve::run_server(o, d);
@@ -132,7 +138,10 @@ void register_serve(CLI::App& app, Ctx& ctx) {
   auto* c = app.add_subcommand("serve", "Serve claims over HTTP: the seeds' endpoints and /v1 (docs/serve.md)");
   c->add_option("--listen", serve_opt.listen, "HOST:PORT to listen on (default [serve] listen, then 127.0.0.1:8080; port 0: any)")
       ->option_text("HOST:PORT");
-  c->add_option("--threads", serve_opt.threads, "Worker threads, each with its own database session (default 16)")
+  c->add_option("--threads", serve_opt.threads, "Workers, each with its own database session (default 16)")
+      ->option_text("N");
+  c->add_option("--connections", serve_opt.connections,
+                "Connections served at once, one thread each (default 256); more wait to be accepted")
       ->option_text("N");
   c->add_flag("--no-auth", serve_opt.no_auth, "Accept requests without a bearer token (only on a loopback address)");
   c->callback([&ctx] { ctx.action = [&ctx] { return run_serve(ctx); }; });

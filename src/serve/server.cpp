@@ -266,8 +266,8 @@ void Server::log_line(const httplib::Request& req, const httplib::Response& res)
 
 Exit Server::run() {
   httplib::Server svr;
-  const int threads = o_.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  const int threads = o_.threads, connections = std::max(o_.connections, o_.threads);
+  svr.new_task_queue = [connections] { return new httplib::ThreadPool(size_t(connections)); };
   svr.set_tcp_nodelay(true);
   svr.set_payload_max_length(o_.max_body_bytes);
   svr.set_read_timeout(o_.read_timeout_ms / 1000, (o_.read_timeout_ms % 1000) * 1000);
@@ -371,7 +371,8 @@ Exit Server::run() {
     }
   });
 
-  spdlog::info("serving on http://{} with {} worker threads ({})", address, threads,
+  spdlog::info("serving on http://{}: {} workers (database sessions), up to {} connections ({})", address, threads,
+               connections,
                o_.auth ? std::to_string(o_.tokens.size()) + " token(s)" : "no authentication");
   if (d_.on_listening) d_.on_listening(address);
   if (!stopping_) svr.listen_after_bind();  // returns once stopped and every worker is done
@@ -395,6 +396,7 @@ Exit run_server(const ServeOptions& o, const ServeDeps& d) {
   if (o.auth && o.tokens.empty())
     throw Error(Errc::config, "serve needs [serve] tokens (bearer tokens, env:NAME or file:PATH) or --no-auth on a loopback address");
   if (o.threads < 1) throw Error(Errc::usage, "--threads must be at least 1");
+  if (o.connections < 1) throw Error(Errc::usage, "--connections must be at least 1");
   Server s(o, d);
   return s.run();
 }

@@ -1,7 +1,9 @@
 #pragma once
 // `rewardctl serve`: the engine behind HTTP/1.1 (cpp-httplib), the contracts of api.hpp on a
-// socket (docs/serve.md). A fixed pool of worker threads answers requests; each worker owns one
-// database session (a SQLite connection to the WAL file, or a PostgreSQL connection, where claims
+// socket (docs/serve.md). Each open connection has a thread of its own (cpp-httplib's model: a
+// keep-alive connection holds its thread while it waits for the next request), up to
+// `connections`; a request then takes one of `threads` workers for its database work. Each worker
+// owns one database session (a SQLite connection to the WAL file, or a PostgreSQL connection, where claims
 // keep the one-statement path) and its own Engine, opened on its first request and opened again
 // after the database went away. Nothing a request decides lives only in memory: every answer a
 // caller saw is committed first, and a request the caller did not see answered is safe to send
@@ -31,7 +33,8 @@ struct Token {
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;          // 0: any free port (the listening callback names it)
-  int threads = 16;         // worker threads = database sessions
+  int threads = 16;         // workers = database sessions: requests on the database at once
+  int connections = 256;    // connections served at once (one thread each); more wait to be accepted
   bool auth = true;         // false (--no-auth): no bearer token needed; REQUIRES a loopback host
   std::vector<Token> tokens;
   double user_rate = 0;     // claims per user per second (0: no limit), rate.hpp
