@@ -2,7 +2,9 @@
 // answers' shapes; serve/rate.cpp: the per-user bucket; serve/server.cpp: token matching.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "serve/api.hpp"
 #include "serve/rate.hpp"
@@ -172,4 +174,26 @@ TEST_CASE("serve tokens: only the exact bearer token matches, by name") {
   CHECK(is_loopback("::1"));
   CHECK_FALSE(is_loopback("0.0.0.0"));
   CHECK_FALSE(is_loopback("10.0.0.1"));
+}
+
+namespace {
+std::string slurp(const std::string& rel) {
+  std::ifstream f(std::string(REWARDCTL_SOURCE_DIR) + "/" + rel);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("serve docs: docs/serve.md and the man page list every code, its HTTP status, word and messages") {
+  const std::string doc = slurp("docs/serve.md"), man = slurp("man/rewardctl.1.scd");
+  REQUIRE(!doc.empty());
+  REQUIRE(!man.empty());
+  for (auto& c : all_codes()) {
+    std::string row = "| " + std::to_string(c.code) + " | " + std::to_string(c.http) + " | " + c.word + " | " + c.en +
+                      " | " + c.zh + " |";
+    CHECK_MESSAGE(doc.find(row) != std::string::npos, "docs/serve.md lacks the row " << row);
+    std::string man_row = "|  " + std::to_string(c.code) + "\n:  " + std::to_string(c.http) + "\n:  " + c.word + "\n:  " + c.en;
+    CHECK_MESSAGE(man.find(man_row) != std::string::npos, "the man page lacks the row of " << c.code);
+  }
 }
