@@ -79,6 +79,7 @@ serve::ServeOptions serve_options(Ctx& ctx) {
     o.keep_alive_timeout_ms = int(int_setting(ctx, *t, "keep_alive_timeout_ms", o.keep_alive_timeout_ms, 1000, 600000));
     o.keep_alive_max_requests = int(int_setting(ctx, *t, "keep_alive_max_requests", o.keep_alive_max_requests, 1, 1000000));
     o.drain_timeout_ms = int(int_setting(ctx, *t, "drain_timeout_ms", o.drain_timeout_ms, 100, 600000));
+    o.queue_timeout_ms = int(int_setting(ctx, *t, "queue_timeout_ms", o.queue_timeout_ms, 1, 600000));
     if (auto* n = t->get("locale")) {
       auto l = n->is_string() ? serve::parse_locale(*n->value<std::string>()) : std::nullopt;
       if (!l) bad_setting(ctx, *n, "serve.locale must be \"en\" or \"zh\"");

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/engine/grant_json.hpp"
@@ -77,12 +78,15 @@ class Server {
   Exit run();
 
  private:
-  // A worker for the length of one request.
+  // No worker became free within queue_timeout_ms: the request is answered 503 (overloaded).
+  struct Overloaded {};
+  // A worker for the length of one request. Throws Overloaded.
   class Lease {
    public:
     Lease(Server& s) : s_(s) {
       std::unique_lock<std::mutex> l(s_.mu_);
-      s_.cv_.wait(l, [&] { return !s_.free_.empty(); });
+      if (!s_.cv_.wait_for(l, std::chrono::milliseconds(s_.o_.queue_timeout_ms), [&] { return !s_.free_.empty(); }))
+        throw Overloaded{};
       w_ = s_.free_.back();
       s_.free_.pop_back();
     }
@@ -173,8 +177,13 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
   t_req.user = r.user;
   t_req.biz_id = r.biz_id;
   if (!rate_.allow(r.user, steady_us())) return fail(res, Failure::rate_limited);
-  Lease lease(*this);
-  Worker& w = lease.get();
+  std::optional<Lease> lease;
+  try {
+    lease.emplace(*this);
+  } catch (const Overloaded&) {
+    return fail(res, Failure::unavailable, "every worker is busy");
+  }
+  Worker& w = lease->get();
   try {
     open(w);
     auto out = w.eng->claim(r);
@@ -216,8 +225,13 @@ void Server::on_grant(const httplib::Request& req, httplib::Response& res) {
     return fail(res, Failure::bad_request, b.message());
   }
   t_req.biz_id = biz;
-  Lease lease(*this);
-  Worker& w = lease.get();
+  std::optional<Lease> lease;
+  try {
+    lease.emplace(*this);
+  } catch (const Overloaded&) {
+    return fail(res, Failure::unavailable, "every worker is busy");
+  }
+  Worker& w = lease->get();
   try {
     open(w);
     auto g = engine::find_grant_by_biz(w.st->autocommit(), biz);

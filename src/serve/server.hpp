@@ -45,6 +45,7 @@ struct ServeOptions {
   int keep_alive_timeout_ms = 5000;
   int keep_alive_max_requests = 1000;
   int drain_timeout_ms = 15000;
+  int queue_timeout_ms = 2000;  // a request that finds no free worker this long is answered 503
 };
 
 struct ServeDeps {

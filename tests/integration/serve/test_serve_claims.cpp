@@ -9,6 +9,7 @@
 #include "serve/api.hpp"
 #include "support/seed.hpp"
 #include "support/serve.hpp"
+#include "support/webhook_endpoint.hpp"
 
 using namespace rt;
 using nlohmann::json;
@@ -243,5 +244,41 @@ TEST_CASE("serve: the per-user rate answers 429 with the seed's message and writ
   CHECK(m.raw.find("rewardctl_serve_grants_total{activity=\"act\",outcome=\"granted\"}") != std::string::npos);
   CHECK(srv.get("/readyz").http == 200);
   CHECK(srv.get("/healthz").http == 200);
+  CHECK(srv.stop() == 0);
+}
+
+TEST_CASE("serve: with every worker busy past queue_timeout_ms a request is 503 with Retry-After and writes nothing") {
+  TestDb db;
+  db.migrate();
+  rt::Endpoint ep;  // the webhook channel's peer, answering ok after 800 ms: the one worker stays busy
+  ep.ok_delay_ms = 800;
+  std::map<std::string, std::string> env{{"HOOK_SECRET", rt::kHookSecret}};
+  std::string channel = "[channels.wallet]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:" + std::to_string(ep.port) +
+                        "/deliver\"\nsecret = \"env:HOOK_SECRET\"\ntimeout_ms = 3000\n";
+  auto cfg = write_file(db.dir(), "seed.toml", channel);
+  env["REWARDCTL_CONFIG"] = cfg;
+  Spec s;
+  s.channel = "wallet";
+  s.item_kind = "points";
+  s.unit_cost = 1;
+  seed(db, s, env);
+  ServeProc srv(db, {"--threads", "1"}, "queue_timeout_ms = 100\n" + channel, {{"HOOK_SECRET", rt::kHookSecret}});
+  ServeProc::Answer slow, busy;
+  std::thread t([&] { slow = srv.post("/v1/claims", claim_body("act", "u1", "slow-1")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first holds the only worker now
+  busy = srv.post("/v1/claims", claim_body("act", "u2", "busy-1"));
+  t.join();
+  CHECK(slow.http == 200);
+  CHECK(slow.body["code"] == 0);
+  CHECK(slow.body["data"]["state"] == "success");  // delivered through the webhook before the answer
+  CHECK(busy.http == 503);
+  CHECK(busy.body["code"] == 5030);
+  CHECK(busy.headers["Retry-After"] == "1");
+  CHECK(db.count("SELECT count(*) FROM grants WHERE biz_id = 'busy-1'") == 0);
+  // the caller retries with the same key once the worker is free
+  auto again = srv.post("/v1/claims", claim_body("act", "u2", "busy-1"));
+  CHECK(again.body["code"] == 0);
+  CHECK(db.count("SELECT count(*) FROM grants") == 2);
+  CHECK(ep.seen().size() == 2);
   CHECK(srv.stop() == 0);
 }
