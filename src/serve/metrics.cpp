@@ -32,9 +32,9 @@ void Metrics::request(const std::string& endpoint, int code, int http, int64_t d
   h.sum += s;
 }
 
-void Metrics::grant(const std::string& activity, const std::string& outcome) {
+void Metrics::grant(const std::string& activity, const std::string& outcome, const std::string& state) {
   std::lock_guard<std::mutex> l(mu_);
-  ++grants_[{activity, outcome}];
+  ++grants_[{activity, outcome, state}];
 }
 
 std::string Metrics::text() const {
@@ -67,11 +67,12 @@ std::string Metrics::text() const {
        "# TYPE rewardctl_serve_db_errors_total counter\n"
        "rewardctl_serve_db_errors_total "
     << db_errors_.load() << "\n";
-  o << "# HELP rewardctl_serve_grants_total Grants answered, by activity and outcome (granted, replayed, held).\n"
+  o << "# HELP rewardctl_serve_grants_total Grants answered, by activity, outcome (granted, replayed, held) and the\n"
+       "# state answered (a failed delivery shows as failed or delayed_resend).\n"
        "# TYPE rewardctl_serve_grants_total counter\n";
   for (auto& [k, n] : grants_)
-    o << "rewardctl_serve_grants_total{activity=\"" << label(k.first) << "\",outcome=\"" << label(k.second) << "\"} "
-      << n << "\n";
+    o << "rewardctl_serve_grants_total{activity=\"" << label(std::get<0>(k)) << "\",outcome=\"" << label(std::get<1>(k))
+      << "\",state=\"" << label(std::get<2>(k)) << "\"} " << n << "\n";
   return o.str();
 }
 

@@ -17,8 +17,10 @@ class Metrics {
  public:
   // One answered request: its endpoint label, answer code and HTTP status, and how long it took.
   void request(const std::string& endpoint, int code, int http, int64_t duration_us);
-  // A grant the engine made (outcome: granted, replayed, held) in activity `activity`.
-  void grant(const std::string& activity, const std::string& outcome);
+  // A grant answered (outcome: granted, replayed, held) in activity `activity`, and the state it
+  // was answered in (success, awaiting_external, delayed_resend, failed, pending, ...): a delivery
+  // that failed shows as its state.
+  void grant(const std::string& activity, const std::string& outcome, const std::string& state);
   void db_error() { db_errors_.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int64_t> in_flight{0};
   // The text of GET /metrics.
@@ -37,7 +39,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, int, int>, int64_t> requests_;  // (endpoint, code, http)
   std::map<std::string, Histogram> latency_;
-  std::map<std::pair<std::string, std::string>, int64_t> grants_;  // (activity, outcome)
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> grants_;  // (activity, outcome, state)
   std::atomic<int64_t> db_errors_{0};
 };
 

@@ -191,7 +191,7 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
     if (e == Endpoint::lottery && out.grant &&
         (out.status == engine::Status::granted || out.status == engine::Status::replayed))
       extra.consolation = consolation(w, *out.grant);
-    if (out.grant) metrics_.grant(r.activity, engine::status_name(out.status));
+    if (out.grant) metrics_.grant(r.activity, engine::status_name(out.status), name(out.grant->state));
     const bool made = out.status == engine::Status::granted || out.status == engine::Status::replayed;
     reply(res, answer(e, out, r, extra, o_.locale), 200, made ? ok_code() : code_of(out.reason));
   } catch (const Error& err) {

@@ -241,7 +241,7 @@ TEST_CASE("serve: the per-user rate answers 429 with the seed's message and writ
   auto m = srv.get("/metrics");
   CHECK(m.http == 200);
   CHECK(m.raw.find("rewardctl_serve_requests_total{endpoint=\"claims\",code=\"4290\",http=\"429\"}") != std::string::npos);
-  CHECK(m.raw.find("rewardctl_serve_grants_total{activity=\"act\",outcome=\"granted\"}") != std::string::npos);
+  CHECK(m.raw.find("rewardctl_serve_grants_total{activity=\"act\",outcome=\"granted\",state=\"success\"}") != std::string::npos);
   CHECK(srv.get("/readyz").http == 200);
   CHECK(srv.get("/healthz").http == 200);
   CHECK(srv.stop() == 0);
