@@ -534,3 +534,192 @@ TEST_CASE("serve faults: the unread body of a request refused 401 is never taken
   }
   CHECK(srv.stop() == 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Slow sockets (slowloris)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// A slow client: sends a request header that never ends, one byte every gap_ms, `bytes` bytes at
+// most (then nothing), until the server closes the socket or until_ms have passed.
+struct SlowResult {
+  int64_t first_byte_ms = -1, last_byte_ms = -1, closed_ms = -1;  // since `start`; -1: never
+  std::string received;
+};
+SlowResult slow_client(int port, SteadyClock::time_point start, int gap_ms, size_t bytes, int until_ms) {
+  SlowResult r;
+  const std::string header = "POST /api/receive HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                             std::string(kServeToken) +
+                             "\r\nContent-Type: application/json\r\nX-Slow: " + std::string(4096, 'a');
+  RawSocket s(port);
+  if (!s.connected()) return r;
+  for (size_t i = 0; ms_since(start) < until_ms; ++i) {
+    if (i < bytes && i < header.size()) {
+      if (!s.send_all(header.substr(i, 1))) {
+        r.closed_ms = ms_since(start);
+        break;
+      }
+      if (r.first_byte_ms < 0) r.first_byte_ms = ms_since(start);
+      r.last_byte_ms = ms_since(start);
+    }
+    if (s.closed_within(gap_ms)) {
+      r.closed_ms = ms_since(start);
+      break;
+    }
+  }
+  r.received = s.received();
+  return r;
+}
+
+// Real requests, one every gap_ms until until_ms, each on its own connection with `timeout_ms` to
+// answer: the biz ids answered code 0 within it, and the ones not answered.
+struct RealResult {
+  std::vector<std::string> granted, unanswered, wrong;
+  int64_t slowest_ms = 0;
+};
+RealResult real_requests(const ServeProc& srv, SteadyClock::time_point start, int gap_ms, int until_ms, int timeout_ms,
+                         const std::string& prefix) {
+  RealResult out;
+  for (int i = 0; ms_since(start) < until_ms; ++i) {
+    std::string biz = prefix + std::to_string(i);
+    auto c = fast_client(srv);
+    c->set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+    c->set_connection_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+    auto t0 = SteadyClock::now();
+    auto r = c->Post("/api/receive", receive_body(biz), "application/json");
+    out.slowest_ms = std::max(out.slowest_ms, ms_since(t0));
+    if (!r) {
+      out.unanswered.push_back(biz);
+    } else {
+      auto j = json::parse(r->body, nullptr, false);
+      if (r->status == 200 && j.is_object() && j.value("code", -1) == 0)
+        out.granted.push_back(biz);
+      else
+        out.wrong.push_back(biz + ": HTTP " + std::to_string(r->status) + " " + r->body);
+    }
+    sleep_ms(gap_ms);
+  }
+  return out;
+}
+
+// Sends the unanswered biz ids again once the server is free (granted fresh or replayed), so that
+// the grants can be counted exactly: one per real biz id, none for a slow socket.
+void settle(const ServeProc& srv, const std::vector<std::string>& bizs) {
+  for (auto& b : bizs) {
+    auto a = srv.post("/api/receive", receive_body(b));
+    INFO("settling " << b << ": HTTP " << a.http << " " << a.raw);
+    CHECK(a.http == 200);
+    CHECK(a.body.value("code", -1) == 0);
+  }
+}
+
+}  // namespace
+
+// How many slow connections starve the server, measured (cpp-httplib 0.11.4, read_timeout_ms =
+// 1000, a real POST /api/receive with a 4 s timeout after the slow sockets are in place):
+//   --threads 4:  3 trickling sockets: answered in 9 ms;  4 or 8: no answer in 4 s
+//   --threads 16 (the default): 15: answered in 7 ms;  16, 20 or 24: no answer in 4 s
+//   silent sockets (connect, send nothing): threads - 1: answered at once; threads: answered only
+//   after 2.7-4.7 s, when httplib's wait for their first byte (keep_alive_timeout_ms, 5000) ends
+// So it takes exactly `threads` slow sockets. httplib gives each connection a worker thread for its
+// whole life and queues the others without bound, and its read timeout bounds each wait for the next
+// byte, not the header as a whole: a socket trickling a byte every 200 ms keeps its worker as long as
+// it likes, and `threads` silent sockets reconnecting every 5 s keep the server starved too.
+TEST_CASE("serve faults: slow sockets that send a partial header are closed within read_timeout, and real requests are "
+    "answered meanwhile") {
+  TestDb db;
+  seed_ample(db);
+  const int read_timeout_ms = 1000, slack_ms = 1000;
+
+  SUBCASE("8 sockets trickle a few bytes and stall: each is closed read_timeout after its last byte") {
+    ServeProc srv(db, {}, "read_timeout_ms = 1000");
+    auto start = SteadyClock::now();
+    std::vector<SlowResult> slow(8);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < slow.size(); ++i)
+      ts.emplace_back([&, i] { slow[i] = slow_client(srv.port, start, 150, 10, 8000); });
+    auto real = real_requests(srv, start, 100, 3000, 2000, "during-stall-");
+    for (auto& t : ts) t.join();
+    for (auto& r : slow) {
+      INFO("slow socket: first byte at " << r.first_byte_ms << " ms, last at " << r.last_byte_ms << " ms, closed at "
+                                         << r.closed_ms << " ms, received: " << r.received);
+      CHECK(r.first_byte_ms >= 0);
+      CHECK(r.closed_ms >= 0);
+      CHECK(r.closed_ms <= r.last_byte_ms + read_timeout_ms + slack_ms);
+      // a half-sent request line is dropped without an answer; never a grant
+      CHECK((r.received.empty() || parse_http(r.received).http == 400));
+    }
+    INFO("real requests: " << real.granted.size() << " granted, " << real.unanswered.size() << " unanswered, slowest "
+                           << real.slowest_ms << " ms");
+    CHECK(real.granted.size() >= 10);
+    CHECK(real.unanswered.empty());
+    CHECK(real.wrong.empty());
+    CHECK(db.count("SELECT count(*) FROM grants") == int64_t(real.granted.size()));
+    CHECK(srv.stop() == 0);
+  }
+
+  SUBCASE("as many sockets as worker threads connect and send nothing: each is closed within read_timeout, and the server "
+      "is not starved") {
+    // the wait for a connection's first byte is httplib's keep-alive wait (keep_alive_timeout_ms,
+    // 5000 by default), not read_timeout_ms
+    const int threads = 4;
+    ServeProc srv(db, {"--threads", std::to_string(threads)}, "read_timeout_ms = 1000");
+    auto start = SteadyClock::now();
+    std::vector<SlowResult> silent(threads);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < silent.size(); ++i)
+      ts.emplace_back([&, i] { silent[i] = slow_client(srv.port, start, 100, 0, 7000); });
+    sleep_ms(300);
+    auto real = real_requests(srv, start, 100, 3000, read_timeout_ms + 2 * slack_ms, "during-silence-");
+    for (auto& t : ts) t.join();
+    for (auto& r : silent) {
+      INFO("silent socket: closed at " << r.closed_ms << " ms (-1: still open when it gave up at 7000 ms)");
+      CHECK(r.closed_ms >= 0);
+      CHECK(r.closed_ms <= read_timeout_ms + slack_ms);
+      CHECK(r.received.empty());
+    }
+    INFO("real requests: " << real.granted.size() << " granted, " << real.unanswered.size() << " unanswered within "
+                           << read_timeout_ms + 2 * slack_ms << " ms, slowest " << real.slowest_ms << " ms");
+    CHECK(real.unanswered.empty());
+    CHECK(real.wrong.empty());
+    settle(srv, real.unanswered);
+    CHECK(db.count("SELECT count(*) FROM grants") == int64_t(real.granted.size() + real.unanswered.size()));
+    CHECK(srv.stop() == 0);
+  }
+
+  SUBCASE("as many sockets as worker threads trickle a byte every 200 ms: each is closed within read_timeout, and the "
+      "server is not starved") {
+    // the classic slowloris: every byte comes before the read timeout, the header never ends. The
+    // header as a whole must arrive within read_timeout_ms (as nginx's client_header_timeout), or a
+    // handful of sockets holds every worker.
+    const int threads = 4;
+    ServeProc srv(db, {"--threads", std::to_string(threads)}, "read_timeout_ms = 1000");
+    auto start = SteadyClock::now();
+    std::vector<SlowResult> slow(threads);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < slow.size(); ++i)
+      ts.emplace_back([&, i] { slow[i] = slow_client(srv.port, start, 200, 1 << 20, 6000); });
+    sleep_ms(300);  // every slow socket has a worker
+    auto real = real_requests(srv, start, 100, 4000, read_timeout_ms + 2 * slack_ms, "during-trickle-");
+    for (auto& t : ts) t.join();
+    for (auto& r : slow) {
+      INFO("slow socket: first byte at " << r.first_byte_ms << " ms, last at " << r.last_byte_ms << " ms, closed at "
+                                         << r.closed_ms << " ms (-1: still open when it gave up at 6000 ms)");
+      CHECK(r.first_byte_ms >= 0);
+      CHECK(r.closed_ms >= 0);
+      CHECK(r.closed_ms <= r.first_byte_ms + read_timeout_ms + slack_ms);
+    }
+    INFO("real requests: " << real.granted.size() << " granted, " << real.unanswered.size() << " unanswered within "
+                           << read_timeout_ms + 2 * slack_ms << " ms, slowest " << real.slowest_ms << " ms");
+    CHECK(real.unanswered.empty());
+    CHECK(real.wrong.empty());
+    CHECK(real.granted.size() >= 3);
+    // once the slow sockets are gone every real request is answered; one grant per real biz id
+    settle(srv, real.unanswered);
+    CHECK(db.count("SELECT count(*) FROM grants") == int64_t(real.granted.size() + real.unanswered.size()));
+    CHECK(srv.stop() == 0);
+  }
+}
