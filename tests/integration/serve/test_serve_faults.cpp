@@ -723,3 +723,210 @@ TEST_CASE("serve faults: slow sockets that send a partial header are closed with
     CHECK(srv.stop() == 0);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// SIGTERM under load
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// What the clients of a load saw, request by request.
+struct Seen {
+  std::mutex mu;
+  std::set<std::string> granted;    // HTTP 200, code 0
+  std::set<std::string> no_answer;  // sent (the connection was up), no complete answer: in flight
+  std::set<std::string> unsent;     // the connection was refused: never reached the server
+  int64_t shutting_down = 0;        // 503 code 5031 with Retry-After: refused before the engine
+  std::vector<std::string> wrong;   // any other answer
+};
+
+// One client's request: classified into `seen`. False once the server refused the connection.
+bool classify(Seen& seen, const std::string& biz, const httplib::Result& r) {
+  std::lock_guard<std::mutex> l(seen.mu);
+  if (!r) {
+    if (r.error() == httplib::Error::Connection) {
+      seen.unsent.insert(biz);
+      return false;
+    }
+    seen.no_answer.insert(biz);
+    return true;
+  }
+  auto j = json::parse(r->body, nullptr, false);
+  int code = j.is_object() ? j.value("code", -1) : -1;
+  if (r->status == 200 && code == 0 && j["data"].value("biz_id", std::string()) == biz) {
+    seen.granted.insert(biz);
+  } else if (r->status == 503 && code == 5031 && r->get_header_value("Retry-After") == "1") {
+    ++seen.shutting_down;
+  } else {
+    seen.wrong.push_back(biz + ": HTTP " + std::to_string(r->status) + " " + r->body);
+  }
+  return true;
+}
+
+std::set<std::string> grant_biz_ids(const TestDb& db) {
+  auto st = db.open();
+  std::set<std::string> out;
+  for (auto& row : st->query("SELECT biz_id FROM grants").rows) out.insert(row.str(0));
+  return out;
+}
+
+// The grants the database holds are exactly the ones a client saw granted, plus at most the ones
+// that were in flight without an answer; no grant for a request that never reached the server.
+void expect_grants_match(const TestDb& db, Seen& seen) {
+  auto held = grant_biz_ids(db);
+  std::lock_guard<std::mutex> l(seen.mu);
+  INFO("granted answers " << seen.granted.size() << ", in flight without an answer " << seen.no_answer.size()
+                          << ", refused connections " << seen.unsent.size() << ", 5031 " << seen.shutting_down
+                          << ", grants in the database " << held.size());
+  for (auto& b : seen.granted) {
+    INFO("granted " << b);
+    CHECK(held.count(b) == 1);
+  }
+  int64_t extra = 0;
+  for (auto& b : held) {
+    INFO("grant " << b);
+    CHECK((seen.granted.count(b) || seen.no_answer.count(b)));
+    if (!seen.granted.count(b)) ++extra;
+  }
+  CHECK(int64_t(held.size()) >= int64_t(seen.granted.size()));
+  CHECK(extra <= int64_t(seen.no_answer.size()));
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state <> 'success'") == 0);
+}
+
+}  // namespace
+
+TEST_CASE("serve faults: SIGTERM under load answers every request it took completely, exits in time, and grants what it "
+    "answered") {
+  TestDb db;
+  seed_ample(db);
+  ServeProc srv(db, {}, "drain_timeout_ms = 5000");
+  Seen seen;
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  auto load = [&] {
+    for (int t = 0; t < 8; ++t)
+      clients.emplace_back([&, t] {
+        auto c = fast_client(srv);
+        for (int i = 0; !stop && i < 1000000; ++i) {
+          std::string biz = "term-" + std::to_string(t) + "-" + std::to_string(i);
+          auto r = c->Post("/v1/claims", claims_body(biz, "u" + std::to_string(t)), "application/json");
+          if (r) ++answered;
+          if (!classify(seen, biz, r)) break;
+        }
+      });
+  };
+  auto finish = [&] {
+    stop = true;
+    for (auto& t : clients) t.join();
+    INFO("wrong answers: " << [&] {
+      std::string w;
+      for (auto& x : seen.wrong) w += "\n  " + x;
+      return w;
+    }());
+    CHECK(seen.wrong.empty());
+    CHECK(seen.granted.size() >= 200);
+    expect_grants_match(db, seen);
+  };
+
+  SUBCASE("one SIGTERM: the requests in progress finish, then exit 0 within drain_timeout_ms") {
+    load();
+    REQUIRE(eventually([&] { return answered >= 300; }, 60));
+    auto t0 = SteadyClock::now();
+    int rc = srv.stop(SIGTERM, 20);
+    int64_t took = ms_since(t0);
+    INFO("exit " << rc << " after " << took << " ms\n" << srv.err_log().substr(0, 2000));
+    CHECK(rc == 0);
+    CHECK(took <= 5000 + 1500);
+    finish();
+  }
+
+  SUBCASE("two signals in a row: the second exits 130 at once, whatever is still in progress") {
+    load();
+    // an idle keep-alive connection keeps the drain going (its worker waits for a next request
+    // up to keep_alive_timeout_ms), so the second signal meets a drain in progress
+    auto idle = srv.client();
+    REQUIRE(idle->Get("/healthz"));
+    REQUIRE(eventually([&] { return answered >= 300; }, 60));
+    REQUIRE(::kill(srv.pid, SIGTERM) == 0);
+    sleep_ms(300);
+    auto t0 = SteadyClock::now();
+    int rc = srv.stop(SIGTERM, 20);
+    int64_t took = ms_since(t0);
+    INFO("exit " << rc << " " << took << " ms after the second signal\n" << srv.err_log().substr(0, 2000));
+    CHECK(rc == 130);
+    CHECK(took <= 1000);
+    finish();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIGKILL under load, a restart, the replay
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("serve faults: SIGKILL under load, a restart on the same database, and every biz id sent again: one grant each") {
+  TestDb db;
+  seed_ample(db);
+  const int n = 400;
+  auto biz_of = [](int i) { return "kill-" + std::to_string(i); };
+  auto user_of = [](int i) { return "k" + std::to_string(i % 20); };
+  Seen seen;
+  {
+    ServeProc srv(db);
+    std::atomic<int> next{0}, answered{0};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 8; ++t)
+      clients.emplace_back([&] {
+        auto c = fast_client(srv);
+        bool dead = false;
+        for (int i; (i = next++) < n;) {
+          if (dead) {  // the server is gone: this one never reaches it
+            std::lock_guard<std::mutex> l(seen.mu);
+            seen.unsent.insert(biz_of(i));
+            continue;
+          }
+          auto r = c->Post("/v1/claims", claims_body(biz_of(i), user_of(i)), "application/json");
+          if (r) ++answered;
+          dead = !classify(seen, biz_of(i), r);
+        }
+      });
+    REQUIRE(eventually([&] { return answered >= n / 2; }, 60));
+    CHECK(srv.stop(SIGKILL, 10) == 128 + SIGKILL);
+    for (auto& t : clients) t.join();
+  }
+  INFO("before the kill: " << seen.granted.size() << " granted, " << seen.no_answer.size() << " without an answer, "
+                           << seen.unsent.size() << " never sent");
+  CHECK(seen.wrong.empty());
+  CHECK(seen.granted.size() + seen.no_answer.size() + seen.unsent.size() == size_t(n));
+  CHECK(seen.granted.size() >= size_t(n / 2));
+  CHECK(seen.granted.size() < size_t(n));  // killed mid-way
+  expect_grants_match(db, seen);
+
+  ServeProc srv(db);
+  auto c = fast_client(srv);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < n; ++i) {
+      const std::string biz = biz_of(i);
+      auto r = c->Post("/v1/claims", claims_body(biz, user_of(i)), "application/json");
+      INFO("round " << round << ", " << biz);
+      REQUIRE(r);
+      auto j = json::parse(r->body, nullptr, false);
+      INFO(r->body);
+      CHECK(r->status == 200);
+      REQUIRE(j.is_object());
+      CHECK(j.value("code", -1) == 0);
+      CHECK(j["data"].value("biz_id", std::string()) == biz);
+      bool replayed = j["data"].value("replayed", false);
+      if (round == 1 || seen.granted.count(biz))
+        CHECK(replayed);  // answered before: the same grant
+      else if (seen.unsent.count(biz))
+        CHECK_FALSE(replayed);  // never reached the first server
+      // (in flight at the kill: either, as the crash decided)
+    }
+  }
+  CHECK(db.count("SELECT count(*) FROM grants") == n);
+  CHECK(db.count("SELECT count(DISTINCT biz_id) FROM grants") == n);
+  CHECK(db.count("SELECT count(*) FROM (SELECT biz_id FROM grants GROUP BY biz_id HAVING count(*) <> 1) x") == 0);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE state <> 'success'") == 0);
+  CHECK(srv.stop() == 0);
+}
