@@ -930,3 +930,300 @@ TEST_CASE("serve faults: SIGKILL under load, a restart on the same database, and
   CHECK(db.count("SELECT count(*) FROM grants WHERE state <> 'success'") == 0);
   CHECK(srv.stop() == 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The database going away
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The error lines of a server's log (what it said about the database), for a failure's message.
+std::string error_lines(const ServeProc& srv) {
+  std::string out;
+  for (auto& l : lines(srv.err_log()))
+    if (l.rfind("error", 0) == 0 || l.rfind("warn", 0) == 0) out += "\n  " + l;
+  return out;
+}
+
+// The first "port=N" of a libpq conninfo.
+int conninfo_port(const std::string& conninfo) {
+  auto p = conninfo.find("port=");
+  REQUIRE(p != std::string::npos);
+  return std::atoi(conninfo.c_str() + p + 5);
+}
+
+// A TCP proxy on a loopback port in front of the database server (PostgreSQL, or PgBouncer in front
+// of it). down(): the outage — every connection it carries is cut, and new ones are accepted and
+// closed at once, as a server that restarts does; up(): it carries them again.
+class DbProxy {
+ public:
+  explicit DbProxy(int upstream_port) : upstream_(upstream_port) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(lfd_ >= 0);
+    int one = 1;
+    ::setsockopt(lfd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a = loopback(0);
+    REQUIRE(::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(lfd_, 128) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  ~DbProxy() {
+    stop_ = true;
+    acceptor_.join();
+    cut();
+    std::vector<std::thread> pumps;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      pumps.swap(pumps_);
+    }
+    for (auto& t : pumps) t.join();
+    ::close(lfd_);
+  }
+  void down() {
+    down_ = true;
+    cut();
+  }
+  void up() { down_ = false; }
+  int carried() const { return carried_; }  // connections carried so far
+  int port = 0;
+
+ private:
+  void cut() {
+    std::lock_guard<std::mutex> l(mu_);
+    for (int fd : live_) ::shutdown(fd, SHUT_RDWR);
+  }
+  void accept_loop() {
+    while (!stop_) {
+      pollfd p{lfd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      if (down_) {
+        ::close(c);
+        continue;
+      }
+      int u = connect_loopback(upstream_);
+      if (u < 0) {
+        ::close(c);
+        continue;
+      }
+      ++carried_;
+      std::lock_guard<std::mutex> l(mu_);
+      live_.insert(c);
+      live_.insert(u);
+      pumps_.emplace_back([this, c, u] { pump(c, u); });
+    }
+  }
+  void pump(int a, int b) {
+    char buf[65536];
+    bool open = true;
+    while (open && !stop_) {
+      pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+      int r = ::poll(p, 2, 100);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) break;
+      for (int i = 0; i < 2 && open; ++i) {
+        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        int from = i == 0 ? a : b, to = i == 0 ? b : a;
+        ssize_t n = ::recv(from, buf, sizeof buf, 0);
+        if (n <= 0) {
+          open = false;
+          break;
+        }
+        for (ssize_t off = 0; off < n;) {
+          ssize_t w = ::send(to, buf + off, size_t(n - off), MSG_NOSIGNAL);
+          if (w <= 0) {
+            open = false;
+            break;
+          }
+          off += w;
+        }
+      }
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    live_.erase(a);
+    live_.erase(b);
+    ::close(a);
+    ::close(b);
+  }
+
+  int upstream_;
+  int lfd_ = -1;
+  std::atomic<bool> stop_{false}, down_{false};
+  std::atomic<int> carried_{0};
+  std::mutex mu_;
+  std::set<int> live_;
+  std::vector<std::thread> pumps_;
+  std::thread acceptor_;
+};
+
+void expect_unavailable(const ServeProc::Answer& a, int64_t took_ms, int64_t bound_ms) {
+  INFO("answer after " << took_ms << " ms: HTTP " << a.http << " " << a.raw);
+  CHECK(a.http == 503);
+  CHECK(a.body.is_object());
+  if (a.body.is_object()) CHECK(a.body.value("code", -1) == 5030);
+  auto retry = a.headers.find("Retry-After");
+  CHECK((retry != a.headers.end() && retry->second == "1"));
+  CHECK(took_ms <= bound_ms);
+}
+
+// A claim during the outage: timed.
+std::pair<ServeProc::Answer, int64_t> timed_post(const ServeProc& srv, const std::string& biz) {
+  auto t0 = SteadyClock::now();
+  auto a = srv.post("/v1/claims", claims_body(biz, "u1"));
+  return {a, ms_since(t0)};
+}
+
+void expect_granted(const ServeProc::Answer& a, const std::string& biz, bool replayed) {
+  INFO(biz << ": HTTP " << a.http << " " << a.raw);
+  CHECK(a.http == 200);
+  REQUIRE(a.body.is_object());
+  CHECK(a.body.value("code", -1) == 0);
+  CHECK(a.body["data"].value("biz_id", std::string()) == biz);
+  CHECK(a.body["data"].value("replayed", !replayed) == replayed);
+}
+
+// Another SQLite connection holding the write lock (BEGIN IMMEDIATE): every claim waits for it.
+class SqliteWriteLock {
+ public:
+  explicit SqliteWriteLock(const std::string& path) {
+    REQUIRE(sqlite3_open_v2(path.c_str(), &h_, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(h_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  void release() {
+    if (held_) REQUIRE(sqlite3_exec(h_, "ROLLBACK", nullptr, nullptr, nullptr) == SQLITE_OK);
+    held_ = false;
+  }
+  ~SqliteWriteLock() {
+    if (held_) sqlite3_exec(h_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(h_);
+  }
+
+ private:
+  sqlite3* h_ = nullptr;
+  bool held_ = true;
+};
+
+}  // namespace
+
+TEST_CASE("serve faults: a SQLite database another writer keeps locked answers 503 with Retry-After, never 500 or a hang, "
+    "and grants once free") {
+  if (is_pg()) return;  // PostgreSQL: the outage of the next case
+  TestDb db;
+  seed_ample(db);
+  const std::string path = db.url().substr(std::string("sqlite:").size());
+
+  SUBCASE("with [db] busy_timeout_ms = 300 and retries = 1: each claim is refused 503 within a second or two") {
+    // (the [db] table follows the [serve] keys ServeProc writes)
+    ServeProc srv(db, {"--threads", "4"}, "[db]\nbusy_timeout_ms = 300\nretries = 1");
+    INFO("serve's errors:" << error_lines(srv));
+    expect_granted(srv.post("/v1/claims", claims_body("before", "u1")), "before", false);
+    {
+      SqliteWriteLock lock(path);
+      for (int i = 0; i < 3; ++i) {
+        auto [a, took] = timed_post(srv, "locked-" + std::to_string(i));
+        expect_unavailable(a, took, 3000);
+      }
+      // concurrently, on every worker
+      std::vector<std::pair<ServeProc::Answer, int64_t>> got(6);
+      std::vector<std::thread> ts;
+      for (size_t i = 0; i < got.size(); ++i)
+        ts.emplace_back([&, i] { got[i] = timed_post(srv, "locked-c" + std::to_string(i)); });
+      for (auto& t : ts) t.join();
+      for (auto& [a, took] : got) expect_unavailable(a, took, 6000);
+      CHECK(srv.get("/healthz").http == 200);
+      lock.release();
+    }
+    CHECK(db.count("SELECT count(*) FROM grants") == 1);
+    // free again: the refused ones are granted when sent again, fresh
+    for (int i = 0; i < 3; ++i)
+      expect_granted(srv.post("/v1/claims", claims_body("locked-" + std::to_string(i), "u1")),
+                     "locked-" + std::to_string(i), false);
+    expect_granted(srv.post("/v1/claims", claims_body("after", "u1")), "after", false);
+    CHECK(db.count("SELECT count(*) FROM grants") == 5);
+    CHECK(srv.stop() == 0);
+  }
+
+  SUBCASE("with the default [db] settings: a claim is still answered (503) within the 10 s a client waits") {
+    ServeProc srv(db, {"--threads", "4"});
+    INFO("serve's errors:" << error_lines(srv));
+    expect_granted(srv.post("/v1/claims", claims_body("before", "u1")), "before", false);
+    {
+      SqliteWriteLock lock(path);
+      auto [a, took] = timed_post(srv, "locked-default");
+      INFO("no answer (http 0) means the client's 10 s read timeout ended the wait");
+      expect_unavailable(a, took, 10000);
+      lock.release();
+    }
+    expect_granted(srv.post("/v1/claims", claims_body("after", "u1")), "after", false);
+    CHECK(srv.stop() == 0);
+  }
+}
+
+TEST_CASE("serve faults: the PostgreSQL server going away answers 503 with Retry-After, never 500 or a hang, and grants once "
+    "it is back") {
+  if (!is_pg()) return;  // SQLite: the previous case
+  // The outage is a proxy in front of the database server (PostgreSQL, or PgBouncer on the pooled
+  // backend) that cuts every connection and turns new ones away: no other test's connections are
+  // touched (pg_terminate_backend over the shared test database would end theirs too).
+  TestDb db;
+  seed_ample(db);
+  DbProxy proxy(conninfo_port(db.url()));
+  const std::string via_proxy = db.url() + " host=127.0.0.1 port=" + std::to_string(proxy.port);
+  ServeProc srv(db, {"--threads", "4"}, "", {}, via_proxy);
+  INFO("serve's errors:" << error_lines(srv));
+  // every worker opens its session before the outage
+  {
+    std::vector<ServeProc::Answer> got(8);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < got.size(); ++i)
+      ts.emplace_back([&, i] { got[i] = srv.post("/v1/claims", claims_body("warm-" + std::to_string(i), "u1")); });
+    for (auto& t : ts) t.join();
+    for (size_t i = 0; i < got.size(); ++i) expect_granted(got[i], "warm-" + std::to_string(i), false);
+  }
+  CHECK(proxy.carried() >= 2);
+
+  SUBCASE("requests during the outage are refused 503, and granted when sent again once it is back") {
+    proxy.down();
+    for (int i = 0; i < 6; ++i) {
+      auto [a, took] = timed_post(srv, "out-" + std::to_string(i));
+      expect_unavailable(a, took, 5000);
+    }
+    std::vector<std::pair<ServeProc::Answer, int64_t>> got(6);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < got.size(); ++i)
+      ts.emplace_back([&, i] { got[i] = timed_post(srv, "out-c" + std::to_string(i)); });
+    for (auto& t : ts) t.join();
+    for (auto& [a, took] : got) expect_unavailable(a, took, 5000);
+    auto ready = srv.get("/readyz");
+    CHECK(ready.http == 503);
+    CHECK(ready.body.value("code", -1) == 5030);
+    CHECK(srv.get("/healthz").http == 200);
+    CHECK(db.count("SELECT count(*) FROM grants") == 8);
+    proxy.up();
+    for (int i = 0; i < 6; ++i) {
+      auto b = "out-" + std::to_string(i);
+      expect_granted(srv.post("/v1/claims", claims_body(b, "u1")), b, false);
+    }
+    CHECK(srv.get("/readyz").http == 200);
+    CHECK(db.count("SELECT count(*) FROM grants") == 14);
+  }
+
+  SUBCASE("once it is back, a session a worker kept from before the outage costs no request a 503") {
+    proxy.down();
+    sleep_ms(200);
+    proxy.up();
+    // every worker's session was cut while it was idle: the database is back, each request is granted
+    std::vector<ServeProc::Answer> got(8);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < got.size(); ++i)
+      ts.emplace_back([&, i] { got[i] = srv.post("/v1/claims", claims_body("back-" + std::to_string(i), "u1")); });
+    for (auto& t : ts) t.join();
+    for (size_t i = 0; i < got.size(); ++i) expect_granted(got[i], "back-" + std::to_string(i), false);
+    CHECK(db.count("SELECT count(*) FROM grants") == 16);
+  }
+  CHECK(srv.stop() == 0);
+}
