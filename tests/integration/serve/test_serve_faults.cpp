@@ -954,7 +954,8 @@ int conninfo_port(const std::string& conninfo) {
 
 // A TCP proxy on a loopback port in front of the database server (PostgreSQL, or PgBouncer in front
 // of it). down(): the outage — every connection it carries is cut, and new ones are accepted and
-// closed at once, as a server that restarts does; up(): it carries them again.
+// closed at once, as a server that restarts does; freeze(): a network partition; up(): it carries
+// them again.
 class DbProxy {
  public:
   explicit DbProxy(int upstream_port) : upstream_(upstream_port) {
@@ -986,7 +987,13 @@ class DbProxy {
     down_ = true;
     cut();
   }
-  void up() { down_ = false; }
+  // the network partition: connections stay open and new ones are accepted, but nothing is
+  // carried either way (what was sent waits in the proxy until up())
+  void freeze() { frozen_ = true; }
+  void up() {
+    down_ = false;
+    frozen_ = false;
+  }
   int carried() const { return carried_; }  // connections carried so far
   int port = 0;
 
@@ -1021,6 +1028,10 @@ class DbProxy {
     char buf[65536];
     bool open = true;
     while (open && !stop_) {
+      if (frozen_) {
+        sleep_ms(20);
+        continue;
+      }
       pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
       int r = ::poll(p, 2, 100);
       if (r < 0 && errno == EINTR) continue;
@@ -1052,7 +1063,7 @@ class DbProxy {
 
   int upstream_;
   int lfd_ = -1;
-  std::atomic<bool> stop_{false}, down_{false};
+  std::atomic<bool> stop_{false}, down_{false}, frozen_{false};
   std::atomic<int> carried_{0};
   std::mutex mu_;
   std::set<int> live_;
@@ -1210,6 +1221,22 @@ TEST_CASE("serve faults: the PostgreSQL server going away answers 503 with Retry
     }
     CHECK(srv.get("/readyz").http == 200);
     CHECK(db.count("SELECT count(*) FROM grants") == 14);
+  }
+
+  SUBCASE("a database that stops answering (a network partition) is answered 503 within 10 s, never a hang") {
+    proxy.freeze();
+    auto [a, took] = timed_post(srv, "partition-0");
+    INFO("no answer (http 0) means the client's 10 s read timeout ended the wait");
+    expect_unavailable(a, took, 10000);
+    proxy.up();
+    // the partition healed: the claim is granted when sent again (fresh, or the one a worker
+    // finished after the client gave up), and a new one too
+    auto again = srv.post("/v1/claims", claims_body("partition-0", "u1"));
+    INFO(again.raw);
+    CHECK(again.http == 200);
+    CHECK(again.body.value("code", -1) == 0);
+    expect_granted(srv.post("/v1/claims", claims_body("partition-1", "u1")), "partition-1", false);
+    CHECK(db.count("SELECT count(*) FROM grants") == 10);
   }
 
   SUBCASE("once it is back, a session a worker kept from before the outage costs no request a 503") {
