@@ -19,13 +19,13 @@ int g_next = 0;
 }
 
 ServeProc::ServeProc(const TestDb& db, const std::vector<std::string>& args, const std::string& serve_toml,
-                     const std::map<std::string, std::string>& env) {
+                     const std::map<std::string, std::string>& env, const std::string& db_url) {
   dir = db.dir();
   tag = std::to_string(::getpid()) + "-" + std::to_string(++g_next);
   std::string cfg = write_file(dir, "serve-" + tag + ".toml",
                                "[serve]\n" + serve_toml + "\n[serve.tokens]\nshop = \"env:RT_SERVE_TOKEN\"\n");
-  std::vector<std::string> argv_s{REWARDCTL_BIN, "--db", db.url(), "--config", cfg, "-o", "json", "serve",
-                                  "--listen", "127.0.0.1:0"};
+  std::vector<std::string> argv_s{REWARDCTL_BIN, "--db", db_url.empty() ? db.url() : db_url, "--config", cfg, "-o",
+                                  "json", "serve", "--listen", "127.0.0.1:0"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::string out = dir + "/serve-" + tag + ".out", err = dir + "/serve-" + tag + ".err";
   pid = fork();

@@ -19,9 +19,10 @@ inline const char* kServeToken = "test-token-0123456789abcdef";
 struct ServeProc {
   // Starts `rewardctl --db URL serve --listen 127.0.0.1:0 -o json ARGS` with a config giving the
   // token kServeToken (name "shop") plus `serve_toml` (more [serve] keys), and waits until it
-  // listens. Fails the test when it does not start within 20 s.
+  // listens. Fails the test when it does not start within 20 s. db_url, when given, is the --db it
+  // is started with instead of db.url() (the same database reached another way: through a proxy).
   ServeProc(const TestDb& db, const std::vector<std::string>& args = {}, const std::string& serve_toml = "",
-            const std::map<std::string, std::string>& env = {});
+            const std::map<std::string, std::string>& env = {}, const std::string& db_url = "");
   ~ServeProc();  // SIGKILL if still running
   int port = 0;
   pid_t pid = -1;
