@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -61,6 +62,9 @@ std::pair<std::string, int> parse_listen(const std::string& s, const std::string
 
 serve::ServeOptions serve_options(Ctx& ctx) {
   serve::ServeOptions o;
+  // A caller waits seconds, not the minute a batch job may wait for a lock: serve's sessions wait
+  // for a lock at most db_busy_timeout_ms per attempt and retry db_retries times ([serve]).
+  int db_busy = 1000, db_retries = 2;
   std::string listen = "127.0.0.1:8080", listen_what = "--listen";
   if (auto* t = ctx.settings.file["serve"].as_table()) {
     auto getenv = [](const char* n) { return std::getenv(n); };
@@ -80,6 +84,9 @@ serve::ServeOptions serve_options(Ctx& ctx) {
     o.keep_alive_max_requests = int(int_setting(ctx, *t, "keep_alive_max_requests", o.keep_alive_max_requests, 1, 1000000));
     o.drain_timeout_ms = int(int_setting(ctx, *t, "drain_timeout_ms", o.drain_timeout_ms, 100, 600000));
     o.queue_timeout_ms = int(int_setting(ctx, *t, "queue_timeout_ms", o.queue_timeout_ms, 1, 600000));
+    o.request_timeout_ms = int(int_setting(ctx, *t, "request_timeout_ms", o.request_timeout_ms, 100, 600000));
+    db_busy = int(int_setting(ctx, *t, "db_busy_timeout_ms", db_busy, 1, 600000));
+    db_retries = int(int_setting(ctx, *t, "db_retries", db_retries, 0, 100));
     if (auto* n = t->get("locale")) {
       auto l = n->is_string() ? serve::parse_locale(*n->value<std::string>()) : std::nullopt;
       if (!l) bad_setting(ctx, *n, "serve.locale must be \"en\" or \"zh\"");
@@ -112,11 +119,17 @@ serve::ServeOptions serve_options(Ctx& ctx) {
     o.connections = serve_opt.connections;
   }
   o.auth = !serve_opt.no_auth;
+  // (a shorter [db] setting stays: serve never waits longer than the operator asked)
+  ctx.settings.db_busy_timeout_ms = std::min(ctx.settings.db_busy_timeout_ms, db_busy);
+  ctx.settings.db_retries = std::min(ctx.settings.db_retries, db_retries);
   return o;
 }
 
 Exit run_serve(Ctx& ctx) {
   auto o = serve_options(ctx);
+  // a PostgreSQL server that does not answer a connection attempt: libpq gives up after 5 s (unless
+  // the environment or the conninfo says otherwise)
+  ::setenv("PGCONNECT_TIMEOUT", "5", 0);
   // a broken database or [channels] table is found now, not on the first request
   { auto probe = ctx.open_store(); }
   auto eopts = engine_options(ctx);

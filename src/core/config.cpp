@@ -79,7 +79,8 @@ const std::map<std::string, std::set<std::string>>& sections() {
       {"jobs", {"paused", "stop_file"}},
       // read by `serve` (cli/cmd_serve.cpp, docs/serve.md)
       {"serve", {"listen", "threads", "connections", "tokens", "user_rate", "user_burst", "locale", "max_body_bytes", "read_timeout_ms",
-                 "write_timeout_ms", "keep_alive_timeout_ms", "keep_alive_max_requests", "drain_timeout_ms", "queue_timeout_ms"}},
+                 "write_timeout_ms", "keep_alive_timeout_ms", "keep_alive_max_requests", "drain_timeout_ms", "queue_timeout_ms", "request_timeout_ms",
+                 "db_busy_timeout_ms", "db_retries"}},
   };
   return t;
 }

@@ -40,14 +40,16 @@ void watch() {
     ssize_t n = read(g_pipe[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
+    // once per signal: two that arrived before this thread woke are two runs (serve counts them)
     std::lock_guard<std::mutex> l(actions().mu);
-    for (auto& [id, fn] : actions().fns) {
-      try {
-        fn();
-      } catch (...) {
-        // best effort: the flag is set and the work stops at its next check anyway
+    for (ssize_t i = 0; i < n; ++i)
+      for (auto& [id, fn] : actions().fns) {
+        try {
+          fn();
+        } catch (...) {
+          // best effort: the flag is set and the work stops at its next check anyway
+        }
       }
-    }
   }
 }
 

@@ -55,6 +55,7 @@ const Code kFailures[] = {
     {4040, 404, "no_such_path", "no such endpoint", "接口不存在"},
     {4041, 404, "grant_not_found", "no grant with this idempotency key", "领取记录不存在"},
     {4050, 405, "method_not_allowed", "method not allowed", "请求方法不支持"},
+    {4110, 411, "length_required", "the body needs a Content-Length", "请求需要 Content-Length"},
     {4130, 413, "too_large", "the request is too large", "请求体过大"},
     {4290, 429, "rate_limited", "too many requests: try again shortly", "系统繁忙，请稍后再试"},
     {5000, 500, "internal", "internal error", "系统异常，请稍后再试"},

@@ -36,6 +36,7 @@ enum class Failure {
   no_such_path,        // 404: no endpoint here
   grant_not_found,     // 404: GET /v1/grants/{biz_id} of a biz id with no grant
   method_not_allowed,  // 405
+  length_required,     // 411: a POST body without Content-Length (chunked), refused before it is read
   too_large,           // 413: body over [serve] max_body_bytes
   rate_limited,        // 429: the user's rate ([serve] user_rate) is used up
   internal,            // 500: a bug (logged with the request; the answer says nothing more)

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -62,17 +63,20 @@ struct RequestInfo {
 };
 thread_local RequestInfo t_req;
 
-// One worker's database session and engine, opened on first use.
+// One worker's database session and engine, opened on first use. `life` guards the session's
+// replacement against the reaper (which severs a session past its request's deadline): the worker
+// holds it only to open or drop the session, never while a statement runs.
 struct Worker {
   std::unique_ptr<store::Store> st;
   std::unique_ptr<engine::Engine> eng;
+  std::mutex life;
+  std::atomic<int64_t> deadline_us{0};  // steady time the request in progress must end by (0: none)
 };
 
 class Server {
  public:
   Server(const ServeOptions& o, const ServeDeps& d) : o_(o), d_(d), rate_(o.user_rate, o.user_burst) {
-    workers_.resize(size_t(o.threads));
-    for (auto& w : workers_) free_.push_back(&w);
+    for (int i = 0; i < o.threads; ++i) free_.push_back(&workers_.emplace_back());
   }
 
   Exit run();
@@ -104,15 +108,38 @@ class Server {
 
   void open(Worker& w) {
     if (w.eng) return;
-    std::lock_guard<std::mutex> l(open_mu_);
-    w.st = d_.open_store();
+    std::unique_ptr<store::Store> st;
+    {
+      std::lock_guard<std::mutex> l(open_mu_);
+      st = d_.open_store();
+    }
     // a first signal lets requests in progress finish: their statements are not cancelled
-    w.st->cancel_on_signal(false);
-    w.eng = std::make_unique<engine::Engine>(*w.st, *d_.clock, d_.engine_options());
+    st->cancel_on_signal(false);
+    auto eng = std::make_unique<engine::Engine>(*st, *d_.clock, d_.engine_options());
+    std::lock_guard<std::mutex> l(w.life);
+    w.st = std::move(st);
+    w.eng = std::move(eng);
   }
   static void reset(Worker& w) {
+    std::lock_guard<std::mutex> l(w.life);
+    w.deadline_us = 0;
     w.eng.reset();
     w.st.reset();
+  }
+  // Every 50 ms: a session whose request is past its deadline is severed (Store::sever), so that
+  // its statement fails now as unavailable (503) - a database that stopped answering, a lock held
+  // for long - and the worker is free again.
+  void reap() {
+    const int64_t now = steady_us();
+    for (auto& w : workers_) {
+      int64_t d = w.deadline_us.load();
+      if (!d || now < d) continue;
+      std::lock_guard<std::mutex> l(w.life);
+      if (w.st && w.deadline_us.load() == d && !w.st->severed()) {
+        spdlog::warn("a request ran past request_timeout_ms ({} ms): its database session is ended", o_.request_timeout_ms);
+        w.st->sever();
+      }
+    }
   }
 
   void reply(httplib::Response& res, const json& body, int http, const Code& c) {
@@ -128,6 +155,9 @@ class Server {
   }
 
   void on_claim(Endpoint e, const httplib::Request& req, httplib::Response& res);
+  // The answer of a decided claim (the lottery's consolation flag read on w's session).
+  void answer_claim(Endpoint e, const engine::ClaimRequest& r, Worker& w, const engine::ClaimOutcome& out,
+                    httplib::Response& res);
   void on_grant(const httplib::Request& req, httplib::Response& res);
   void on_ready(httplib::Response& res);
   bool consolation(Worker& w, const engine::GrantView& g);
@@ -137,7 +167,7 @@ class Server {
   const ServeDeps& d_;
   UserRate rate_;
   Metrics metrics_;
-  std::vector<Worker> workers_;
+  std::deque<Worker> workers_;  // (a deque: its elements never move)
   std::vector<Worker*> free_;
   std::mutex mu_, open_mu_;
   std::condition_variable cv_;
@@ -184,9 +214,42 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
     return fail(res, Failure::unavailable, "every worker is busy");
   }
   Worker& w = lease->get();
-  try {
-    open(w);
-    auto out = w.eng->claim(r);
+  const int64_t deadline = t_req.start_us + int64_t(o_.request_timeout_ms) * 1000;
+  for (int attempt = 0;; ++attempt) {
+    const bool fresh = !w.eng;
+    try {
+      open(w);
+      w.deadline_us = deadline;
+      auto out = w.eng->claim(r);
+      w.deadline_us = 0;
+      answer_claim(e, r, w, out, res);
+      return;
+    } catch (const Error& err) {
+      const bool severed = w.st && w.st->severed(), lost = w.st && w.st->connection_lost();
+      reset(w);  // the session may be broken: the next request on this worker opens a new one
+      // A session kept from before an outage fails its first statement after it: one more try on
+      // a new session, which is safe because the claim is idempotent by its biz id.
+      if (err.kind() == Errc::unavailable && lost && !fresh && !severed && attempt == 0 && steady_us() < deadline)
+        continue;
+      metrics_.db_error();
+      if (err.kind() == Errc::usage || err.kind() == Errc::bad_input)
+        return fail(res, Failure::bad_request, err.what());
+      bool transient = err.kind() == Errc::unavailable || err.kind() == Errc::busy || err.kind() == Errc::config ||
+                       err.kind() == Errc::interrupted;
+      spdlog::error("{} {}: {} (biz id {})", req.method, req.path, err.what(), r.biz_id);
+      return fail(res, transient ? Failure::unavailable : Failure::internal);
+    } catch (const std::exception& ex) {
+      reset(w);
+      metrics_.db_error();
+      spdlog::error("{} {}: internal error: {} (biz id {})", req.method, req.path, ex.what(), r.biz_id);
+      return fail(res, Failure::internal);
+    }
+  }
+}
+
+void Server::answer_claim(Endpoint e, const engine::ClaimRequest& r, Worker& w, const engine::ClaimOutcome& out,
+                          httplib::Response& res) {
+  {
     AnswerExtra extra;
     if (e == Endpoint::lottery && out.grant &&
         (out.status == engine::Status::granted || out.status == engine::Status::replayed))
@@ -194,19 +257,6 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
     if (out.grant) metrics_.grant(r.activity, engine::status_name(out.status), name(out.grant->state));
     const bool made = out.status == engine::Status::granted || out.status == engine::Status::replayed;
     reply(res, answer(e, out, r, extra, o_.locale), 200, made ? ok_code() : code_of(out.reason));
-  } catch (const Error& err) {
-    metrics_.db_error();
-    reset(w);  // the session may be broken: the next request on this worker opens a new one
-    if (err.kind() == Errc::usage || err.kind() == Errc::bad_input) return fail(res, Failure::bad_request, err.what());
-    bool transient = err.kind() == Errc::unavailable || err.kind() == Errc::busy || err.kind() == Errc::config ||
-                     err.kind() == Errc::interrupted;
-    spdlog::error("{} {}: {} (biz id {})", req.method, req.path, err.what(), r.biz_id);
-    fail(res, transient ? Failure::unavailable : Failure::internal);
-  } catch (const std::exception& ex) {
-    metrics_.db_error();
-    reset(w);
-    spdlog::error("{} {}: internal error: {} (biz id {})", req.method, req.path, ex.what(), r.biz_id);
-    fail(res, Failure::internal);
   }
 }
 
@@ -234,7 +284,9 @@ void Server::on_grant(const httplib::Request& req, httplib::Response& res) {
   Worker& w = lease->get();
   try {
     open(w);
+    w.deadline_us = t_req.start_us + int64_t(o_.request_timeout_ms) * 1000;
     auto g = engine::find_grant_by_biz(w.st->autocommit(), biz);
+    w.deadline_us = 0;
     if (!g) return fail(res, Failure::grant_not_found);
     t_req.activity = g->activity;
     t_req.user = g->user;
@@ -296,6 +348,13 @@ Exit Server::run() {
     if (stopping_) {
       res.set_header("Connection", "close");
       fail(res, Failure::shutting_down);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A body must say its length: httplib bounds a body by max_body_bytes only through
+    // Content-Length, and would read a chunked one into memory whatever its size.
+    if (req.method == "POST" && (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length"))) {
+      res.set_header("Connection", "close");
+      fail(res, Failure::length_required);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (needs_auth(t_req.endpoint) && o_.auth) {
@@ -385,6 +444,15 @@ Exit Server::run() {
     }
   });
 
+  std::thread reaper([&] {
+    std::unique_lock<std::mutex> l(wd_mu);
+    while (!wd_cv.wait_for(l, std::chrono::milliseconds(50), [&] { return done; })) {
+      l.unlock();
+      reap();
+      l.lock();
+    }
+  });
+
   spdlog::info("serving on http://{}: {} workers (database sessions), up to {} connections ({})", address, threads,
                connections,
                o_.auth ? std::to_string(o_.tokens.size()) + " token(s)" : "no authentication");
@@ -397,6 +465,7 @@ Exit Server::run() {
     wd_cv.notify_all();
   }
   watchdog.join();
+  reaper.join();
   for (auto& w : workers_) reset(w);
   spdlog::info("stopped");
   return Exit::ok;

@@ -46,6 +46,9 @@ struct ServeOptions {
   int keep_alive_max_requests = 1000;
   int drain_timeout_ms = 15000;
   int queue_timeout_ms = 2000;  // a request that finds no free worker this long is answered 503
+  // A request's database work past this is ended (Store::sever) and answered 503: a database
+  // that stopped answering or a lock held long never holds a caller or a worker longer.
+  int request_timeout_ms = 5000;
 };
 
 struct ServeDeps {

@@ -81,6 +81,7 @@ Result Store::query(const std::string& sql, const Params& params) {
 
 void Store::before_retry(int attempt, const std::string& why) {
   if (cancel_on_signal_) check_interrupted();  // a signal ends the retrying too (exit 130)
+  if (severed_) throw Error(Errc::unavailable, "abandoned at the caller's deadline: " + why);
   if (attempt >= max_retries_)
     throw Error(Errc::unavailable, why + " (after " + std::to_string(attempt + 1) + " attempts)");
   ++retries_;

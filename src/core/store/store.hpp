@@ -4,6 +4,7 @@
 // engine's errors to the project's error classes. What the dialects spell differently is asked of
 // the session (Session::lock_rows), never chosen at a call site; Session::dialect() remains for the
 // rare statement that only one engine has.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -159,6 +160,17 @@ class Store {
   // anything. nullptr removes it. Called from the thread that owns the store, between transactions.
   using Fence = std::function<void(Tx&)>;
   virtual void set_fence(std::shared_ptr<const Fence> f) { fence_ = std::move(f); }
+  // Ends this store's work from another thread, for a caller whose deadline passed (serve): the
+  // statement in progress fails at once as unavailable, whatever the server does - PostgreSQL: the
+  // connection's socket is shut down, which also ends a wait on a server that stopped answering (a
+  // cancel request would need that server); SQLite: sqlite3_interrupt and the end of any lock wait
+  // - and no retry follows. Afterwards the store is unusable: discard it. Thread-safe; REQUIRES: the
+  // store outlives the call.
+  virtual void sever() { severed_ = true; }
+  // True when the connection to the server is gone (PostgreSQL: terminated, shut down, cut): the
+  // store must be opened again. SQLite: never.
+  virtual bool connection_lost() const { return false; }
+  bool severed() const { return severed_; }
 
  protected:
   explicit Store(int max_retries) : max_retries_(max_retries) {}
@@ -173,6 +185,7 @@ class Store {
   }
   bool cancel_on_signal_ = true;
   std::shared_ptr<const Fence> fence_;
+  std::atomic<bool> severed_{false};
 
  private:
   int max_retries_;

@@ -3,6 +3,7 @@
 // unique keys, and bounded retries on serialization failures and deadlocks.
 #include <pqxx/pqxx>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -188,14 +189,30 @@ class PgAutoSession : public Session {
   PgAutoSession(pqxx::connection& c, std::unordered_map<std::string, Prepared>* prepared)
       : conn_(c), prepared_(prepared) {}
   Dialect dialect() const override { return Dialect::postgres; }
+  // Beginning the nontransaction can fail too (a connection lost while idle): it is mapped like
+  // the statement's own failure, so that a lost server is unavailable (69, 503), never internal.
   Result query(const std::string& sql, const Params& params) override {
-    pqxx::nontransaction n(conn_);
-    PgSession s(conn_, n, prepared_);
+    std::unique_ptr<pqxx::nontransaction> n;
+    try {
+      n = std::make_unique<pqxx::nontransaction>(conn_);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrow_pg(e, sql);
+    }
+    PgSession s(conn_, *n, prepared_);
     return s.query(sql, params);
   }
   void exec_script(const std::string& sql) override {
-    pqxx::nontransaction n(conn_);
-    PgSession s(conn_, n, prepared_);
+    std::unique_ptr<pqxx::nontransaction> n;
+    try {
+      n = std::make_unique<pqxx::nontransaction>(conn_);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrow_pg(e, sql);
+    }
+    PgSession s(conn_, *n, prepared_);
     s.exec_script(sql);
   }
 
@@ -288,6 +305,13 @@ class PgStore : public Store {
     } else if (!cancel_action_) {
       cancel_action_ = add_interrupt_action([c = conn_.get()] { c->cancel_query(); });
     }
+  }
+
+  bool connection_lost() const override { return !conn_->is_open(); }
+  void sever() override {
+    severed_ = true;
+    // the blocked read (or write) returns at once; libpq then reports a lost connection
+    if (int fd = conn_->sock(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
 
   Dialect dialect() const override { return Dialect::postgres; }

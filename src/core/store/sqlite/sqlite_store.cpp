@@ -244,6 +244,10 @@ class SqliteStore : public Store {
     cancel_changed(true);
     sqlite3_busy_handler(db_->getHandle(), &SqliteStore::on_busy, this);
   }
+  void sever() override {
+    severed_ = true;
+    sqlite3_interrupt(db_->getHandle());  // safe from another thread; a lock wait ends in on_busy
+  }
   // (remove_interrupt_action waits for an interrupt under way: the actions run under its lock)
   void cancel_changed(bool on) override {
     if (!on) {
@@ -258,6 +262,7 @@ class SqliteStore : public Store {
   // Waits for a lock up to the busy timeout in steps of at most 20 ms; 0 = give up (SQLITE_BUSY).
   static int on_busy(void* self, int count) {
     auto* s = static_cast<SqliteStore*>(self);
+    if (s->severed_) return 0;
     auto now = std::chrono::steady_clock::now();
     if (count == 0) s->busy_since_ = now;
     if (s->cancel_on_signal_ && interrupted()) return 0;
