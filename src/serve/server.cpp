@@ -1,6 +1,7 @@
 #include "serve/server.hpp"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -407,6 +408,14 @@ Exit Server::run() {
   });
   svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_line(req, res); });
 
+  // The listening socket, as httplib creates it (the same options as its default): its accept
+  // backlog is raised once bound, since the library's build fixes it at 5, which a burst of
+  // connects overflows (the kernel then drops SYNs: a caller waits a second or more to connect).
+  std::atomic<int> listen_fd{-1};
+  svr.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = int(sock);
+  });
   int port = o_.port;
   if (port == 0) {
     port = svr.bind_to_any_port(o_.host);
@@ -414,6 +423,7 @@ Exit Server::run() {
   } else if (!svr.bind_to_port(o_.host, port)) {
     throw Error(Errc::config, "cannot listen on " + o_.host + ":" + std::to_string(port) + ": " + std::strerror(errno));
   }
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);  // (listen again: Linux takes the new backlog)
   const std::string address = (o_.host.find(':') != std::string::npos ? "[" + o_.host + "]" : o_.host) + ":" +
                               std::to_string(port);
 
@@ -439,6 +449,10 @@ Exit Server::run() {
     wd_cv.wait(l, [&] { return done || stopping_.load(); });
     if (done) return;
     if (!wd_cv.wait_for(l, std::chrono::milliseconds(o_.drain_timeout_ms), [&] { return done; })) {
+      if (metrics_.in_flight.load() == 0) {  // only idle keep-alive connections keep the workers: done
+        spdlog::info("stopped (idle connections left open after {} ms)", o_.drain_timeout_ms);
+        std::_Exit(exit_int(Exit::ok));
+      }
       spdlog::error("requests still in progress after {} ms: exiting", o_.drain_timeout_ms);
       std::_Exit(exit_int(Exit::interrupted));
     }
