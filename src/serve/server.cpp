@@ -10,7 +10,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "core/interrupt.hpp"
 #include "serve/metrics.hpp"
 #include "serve/rate.hpp"
+#include "serve/workers.hpp"
 
 namespace rc::serve {
 
@@ -48,10 +48,6 @@ std::string match_token(const std::vector<Token>& tokens, const std::string& aut
 
 namespace {
 
-int64_t steady_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // What the one log line of a request names, filled in as the request goes (pre-routing, the
 // handler, the error handler) and written by the logger, all on the request's worker thread.
@@ -64,83 +60,26 @@ struct RequestInfo {
 };
 thread_local RequestInfo t_req;
 
-// One worker's database session and engine, opened on first use. `life` guards the session's
-// replacement against the reaper (which severs a session past its request's deadline): the worker
-// holds it only to open or drop the session, never while a statement runs.
-struct Worker {
-  std::unique_ptr<store::Store> st;
-  std::unique_ptr<engine::Engine> eng;
-  std::mutex life;
-  std::atomic<int64_t> deadline_us{0};  // steady time the request in progress must end by (0: none)
-};
 
 class Server {
  public:
-  Server(const ServeOptions& o, const ServeDeps& d) : o_(o), d_(d), rate_(o.user_rate, o.user_burst) {
-    for (int i = 0; i < o.threads; ++i) free_.push_back(&workers_.emplace_back());
-  }
+  Server(const ServeOptions& o, const ServeDeps& d)
+      : o_(o), d_(d), rate_(o.user_rate, o.user_burst),
+        pool_(o.threads, o.queue_timeout_ms, d.open_store, d.engine_options, *d.clock) {}
 
   Exit run();
 
  private:
-  // No worker became free within queue_timeout_ms: the request is answered 503 (overloaded).
-  struct Overloaded {};
-  // A worker for the length of one request. Throws Overloaded.
-  class Lease {
-   public:
-    Lease(Server& s) : s_(s) {
-      std::unique_lock<std::mutex> l(s_.mu_);
-      if (!s_.cv_.wait_for(l, std::chrono::milliseconds(s_.o_.queue_timeout_ms), [&] { return !s_.free_.empty(); }))
-        throw Overloaded{};
-      w_ = s_.free_.back();
-      s_.free_.pop_back();
-    }
-    ~Lease() {
-      std::lock_guard<std::mutex> l(s_.mu_);
-      s_.free_.push_back(w_);
-      s_.cv_.notify_one();
-    }
-    Worker& get() { return *w_; }
-
-   private:
-    Server& s_;
-    Worker* w_;
-  };
-
-  void open(Worker& w) {
-    if (w.eng) return;
-    std::unique_ptr<store::Store> st;
-    {
-      std::lock_guard<std::mutex> l(open_mu_);
-      st = d_.open_store();
-    }
-    // a first signal lets requests in progress finish: their statements are not cancelled
-    st->cancel_on_signal(false);
-    auto eng = std::make_unique<engine::Engine>(*st, *d_.clock, d_.engine_options());
-    std::lock_guard<std::mutex> l(w.life);
-    w.st = std::move(st);
-    w.eng = std::move(eng);
-  }
-  static void reset(Worker& w) {
-    std::lock_guard<std::mutex> l(w.life);
-    w.deadline_us = 0;
-    w.eng.reset();
-    w.st.reset();
-  }
+  using Lease = WorkerPool::Lease;
+  using Overloaded = WorkerPool::Overloaded;
+  void open(Worker& w) { pool_.open(w); }
+  static void reset(Worker& w) { WorkerPool::reset(w); }
   // Every 50 ms: a session whose request is past its deadline is severed (Store::sever), so that
-  // its statement fails now as unavailable (503) - a database that stopped answering, a lock held
-  // for long - and the worker is free again.
+  // its statement fails now as unavailable (503) and the worker is free again.
   void reap() {
-    const int64_t now = steady_us();
-    for (auto& w : workers_) {
-      int64_t d = w.deadline_us.load();
-      if (!d || now < d) continue;
-      std::lock_guard<std::mutex> l(w.life);
-      if (w.st && w.deadline_us.load() == d && !w.st->severed()) {
-        spdlog::warn("a request ran past request_timeout_ms ({} ms): its database session is ended", o_.request_timeout_ms);
-        w.st->sever();
-      }
-    }
+    if (int n = pool_.reap(steady_us()))
+      spdlog::warn("{} request(s) ran past request_timeout_ms ({} ms): their database sessions are ended", n,
+                   o_.request_timeout_ms);
   }
 
   void reply(httplib::Response& res, const json& body, int http, const Code& c) {
@@ -168,10 +107,8 @@ class Server {
   const ServeDeps& d_;
   UserRate rate_;
   Metrics metrics_;
-  std::deque<Worker> workers_;  // (a deque: its elements never move)
-  std::vector<Worker*> free_;
-  std::mutex mu_, open_mu_;
-  std::condition_variable cv_;
+  WorkerPool pool_;
+  std::timed_mutex sqlite_writer_;  // SQLite: one claim at a time in this process
   std::atomic<bool> stopping_{false};
 };
 
@@ -210,7 +147,7 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
   if (!rate_.allow(r.user, steady_us())) return fail(res, Failure::rate_limited);
   std::optional<Lease> lease;
   try {
-    lease.emplace(*this);
+    lease.emplace(pool_);
   } catch (const Overloaded&) {
     return fail(res, Failure::unavailable, "every worker is busy");
   }
@@ -221,8 +158,20 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
     try {
       open(w);
       w.deadline_us = deadline;
-      auto out = w.eng->claim(r);
+      engine::ClaimOutcome out;
+      if (w.st->dialect() == store::Dialect::sqlite) {
+        // SQLite has one writer at a time: the workers of this process take turns here, woken as
+        // the previous one finishes, instead of each polling the file's lock in its busy handler
+        // (bench/SERVE.md: polling made p99 250 ms at 16 connections)
+        std::unique_lock<std::timed_mutex> l(sqlite_writer_, std::defer_lock);
+        if (!l.try_lock_for(std::chrono::microseconds(std::max<int64_t>(0, deadline - steady_us()))))
+          throw Error(Errc::unavailable, "waited past request_timeout_ms for this process's SQLite writer");
+        out = w.eng->claim(r);
+      } else {
+        out = w.eng->claim(r);
+      }
       w.deadline_us = 0;
+      if (w.st->severed()) reset(w);  // severed just as it finished: the session is not to be used again
       answer_claim(e, r, w, out, res);
       return;
     } catch (const Error& err) {
@@ -278,7 +227,7 @@ void Server::on_grant(const httplib::Request& req, httplib::Response& res) {
   t_req.biz_id = biz;
   std::optional<Lease> lease;
   try {
-    lease.emplace(*this);
+    lease.emplace(pool_);
   } catch (const Overloaded&) {
     return fail(res, Failure::unavailable, "every worker is busy");
   }
@@ -303,11 +252,7 @@ void Server::on_grant(const httplib::Request& req, httplib::Response& res) {
 
 void Server::on_ready(httplib::Response& res) {
   try {
-    std::unique_ptr<store::Store> st;
-    {
-      std::lock_guard<std::mutex> l(open_mu_);
-      st = d_.open_store();  // reachable, and the schema is this binary's
-    }
+    auto st = pool_.open_probe();  // reachable, and the schema is this binary's
     st->autocommit().query("SELECT 1");
     reply(res, json{{"code", 0}, {"message", "ready"}, {"data", {{"database", st->describe()}}}}, 200, ok_code());
   } catch (const std::exception& ex) {
@@ -480,7 +425,7 @@ Exit Server::run() {
   }
   watchdog.join();
   reaper.join();
-  for (auto& w : workers_) reset(w);
+  pool_.reset_all();
   spdlog::info("stopped");
   return Exit::ok;
 }
