@@ -149,7 +149,8 @@ Exit run_serve(Ctx& ctx) {
 }  // namespace
 
 void register_serve(CLI::App& app, Ctx& ctx) {
-  auto* c = app.add_subcommand("serve", "Serve claims over HTTP: the seeds' endpoints and /v1 (docs/serve.md)");
+  auto* c = app.add_subcommand(
+      "serve", "Serve claims over HTTP: /api/receive, /api/v1/redpack/claim, /api/lottery/draw, /v1 (docs/serve.md)");
   c->add_option("--listen", serve_opt.listen, "HOST:PORT to listen on (default [serve] listen, then 127.0.0.1:8080; port 0: any)")
       ->option_text("HOST:PORT");
   c->add_option("--threads", serve_opt.threads, "Workers, each with its own database session (default 16)")
