@@ -1,21 +1,14 @@
 #include "serve/metrics.hpp"
 
+#include "util/prometheus.hpp"
+
 #include <sstream>
 #include <tuple>
 
 namespace rc::serve {
 
 namespace {
-// A label value with \, " and newlines escaped (the exposition format's rule).
-std::string label(const std::string& v) {
-  std::string o;
-  for (char c : v) {
-    if (c == '\\' || c == '"') o += '\\', o += c;
-    else if (c == '\n') o += "\\n";
-    else o += c;
-  }
-  return o;
-}
+std::string label(const std::string& v) { return prometheus_label(v); }
 }  // namespace
 
 void Metrics::request(const std::string& endpoint, int code, int http, int64_t duration_us) {

@@ -73,6 +73,16 @@ class Server {
   using Lease = WorkerPool::Lease;
   using Overloaded = WorkerPool::Overloaded;
   void open(Worker& w) { pool_.open(w); }
+  // Leases a worker into `lease`; false, with res answered 503, when none is free in time.
+  bool take_worker(std::optional<Lease>& lease, httplib::Response& res) {
+    try {
+      lease.emplace(pool_);
+      return true;
+    } catch (const Overloaded&) {
+      fail(res, Failure::unavailable, "every worker is busy");
+      return false;
+    }
+  }
   static void reset(Worker& w) { WorkerPool::reset(w); }
   // Every 50 ms: a session whose request is past its deadline is severed (Store::sever), so that
   // its statement fails now as unavailable (503) and the worker is free again.
@@ -146,11 +156,7 @@ void Server::on_claim(Endpoint e, const httplib::Request& req, httplib::Response
   t_req.biz_id = r.biz_id;
   if (!rate_.allow(r.user, steady_us())) return fail(res, Failure::rate_limited);
   std::optional<Lease> lease;
-  try {
-    lease.emplace(pool_);
-  } catch (const Overloaded&) {
-    return fail(res, Failure::unavailable, "every worker is busy");
-  }
+  if (!take_worker(lease, res)) return;
   Worker& w = lease->get();
   const int64_t deadline = t_req.start_us + int64_t(o_.request_timeout_ms) * 1000;
   for (int attempt = 0;; ++attempt) {
@@ -226,11 +232,7 @@ void Server::on_grant(const httplib::Request& req, httplib::Response& res) {
   }
   t_req.biz_id = biz;
   std::optional<Lease> lease;
-  try {
-    lease.emplace(pool_);
-  } catch (const Overloaded&) {
-    return fail(res, Failure::unavailable, "every worker is busy");
-  }
+  if (!take_worker(lease, res)) return;
   Worker& w = lease->get();
   try {
     open(w);

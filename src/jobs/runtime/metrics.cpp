@@ -14,6 +14,7 @@
 
 #include "jobs/runtime/runner.hpp"
 #include "util/atomic_file.hpp"
+#include "util/prometheus.hpp"
 
 namespace rc::jobs {
 namespace {
@@ -31,15 +32,7 @@ const Family kFamilies[] = {
 };
 
 // Label values escape backslash, double quote and newline.
-std::string esc(const std::string& v) {
-  std::string o;
-  for (char c : v) {
-    if (c == '\\' || c == '"') o += '\\', o += c;
-    else if (c == '\n') o += "\\n";
-    else o += c;
-  }
-  return o;
-}
+std::string esc(const std::string& v) { return prometheus_label(v); }
 
 std::string num(double v) {
   char b[64];

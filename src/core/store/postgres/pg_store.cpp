@@ -192,31 +192,25 @@ class PgAutoSession : public Session {
   // Beginning the nontransaction can fail too (a connection lost while idle): it is mapped like
   // the statement's own failure, so that a lost server is unavailable (69, 503), never internal.
   Result query(const std::string& sql, const Params& params) override {
-    std::unique_ptr<pqxx::nontransaction> n;
-    try {
-      n = std::make_unique<pqxx::nontransaction>(conn_);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      rethrow_pg(e, sql);
-    }
+    auto n = begin(sql);
     PgSession s(conn_, *n, prepared_);
     return s.query(sql, params);
   }
   void exec_script(const std::string& sql) override {
-    std::unique_ptr<pqxx::nontransaction> n;
-    try {
-      n = std::make_unique<pqxx::nontransaction>(conn_);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      rethrow_pg(e, sql);
-    }
+    auto n = begin(sql);
     PgSession s(conn_, *n, prepared_);
     s.exec_script(sql);
   }
 
  private:
+  std::unique_ptr<pqxx::nontransaction> begin(const std::string& sql) {
+    try {
+      return std::make_unique<pqxx::nontransaction>(conn_);
+    } catch (const std::exception& e) {
+      rethrow_pg(e, sql);
+    }
+  }
+
   pqxx::connection& conn_;
   std::unordered_map<std::string, Prepared>* prepared_;
 };
