@@ -51,17 +51,23 @@ void add_due_qualifications(const TestDb& db, const std::string& code, int64_t n
 pid_t spawn(const TestDb& db, const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv_s{REWARDCTL_BIN, "--db", db.url()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return spawn_program(argv_s, db.dir(), "spawn.out", "spawn.err", false, env);
+}
+
+pid_t spawn_program(const std::vector<std::string>& argv_s, const std::string& cwd, const std::string& out,
+                    const std::string& err, bool truncate, const std::map<std::string, std::string>& env) {
   pid_t pid = fork();
   if (pid == 0) {
-    if (chdir(db.dir().c_str()) != 0) _exit(127);
-    int out = open("spawn.out", O_WRONLY | O_CREAT | O_APPEND, 0644), err = open("spawn.err", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    const int mode = O_WRONLY | O_CREAT | (truncate ? O_TRUNC : O_APPEND);
+    int o = open(out.c_str(), mode, 0644), e = open(err.c_str(), mode, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
     unsetenv("REWARDCTL_CONFIG");
     unsetenv("REWARDCTL_NOW");
     for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
+    for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execv(argv[0], argv.data());
     _exit(127);

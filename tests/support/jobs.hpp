@@ -22,6 +22,11 @@ void add_due_qualifications(const TestDb& db, const std::string& code, int64_t n
 
 // Starts `rewardctl --db URL args...` in the background (stdout/stderr to files in db.dir()).
 pid_t spawn(const TestDb& db, const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+// Starts argv (argv[0] a path) in the background in directory cwd, its stdout and stderr appended to
+// (or, with truncate, written afresh to) the files out and err, without REWARDCTL_CONFIG and
+// REWARDCTL_NOW and with env added. Returns its pid.
+pid_t spawn_program(const std::vector<std::string>& argv, const std::string& cwd, const std::string& out,
+                    const std::string& err, bool truncate, const std::map<std::string, std::string>& env = {});
 // Polls `sql` (a single count) until it is at least `at_least`; false after 60 s.
 bool wait_for(const TestDb& db, const std::string& sql, int64_t at_least);
 // Polls pred every 20 ms; false after `seconds`.

@@ -28,22 +28,10 @@ ServeProc::ServeProc(const TestDb& db, const std::vector<std::string>& args, con
                                   "json", "serve", "--listen", "127.0.0.1:0"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::string out = dir + "/serve-" + tag + ".out", err = dir + "/serve-" + tag + ".err";
-  pid = fork();
-  if (pid == 0) {
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    unsetenv("REWARDCTL_CONFIG");
-    unsetenv("REWARDCTL_NOW");
-    setenv("RT_SERVE_TOKEN", kServeToken, 1);
-    if (is_pooled()) setenv("REWARDCTL_DB_POOLER", "transaction", 1);
-    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  std::map<std::string, std::string> all_env{{"RT_SERVE_TOKEN", kServeToken}};
+  if (is_pooled()) all_env["REWARDCTL_DB_POOLER"] = "transaction";
+  for (auto& [k, v] : env) all_env[k] = v;
+  pid = spawn_program(argv_s, dir, out, err, true, all_env);
   bool up = eventually(
       [&] {
         std::ifstream f(out);
