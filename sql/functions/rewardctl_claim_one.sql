@@ -32,10 +32,12 @@ BEGIN
   END IF;
   -- the writes, in the full flow's order; any refusal undoes all of them (the block's subtransaction)
   BEGIN
-    -- 5 the per-user limits
+    -- 5 the per-user limits; a counter already at its limit refuses without the row's lock
+    -- (docs/design.md §4.3, "A user at the limit waits for nobody")
     IF p_a_scope IS NOT NULL THEN
       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
-        VALUES (p_a_scope, p_user, p_a_period, 1, p_now)
+        SELECT p_a_scope, p_user, p_a_period, 1, p_now WHERE NOT EXISTS (SELECT 1 FROM limit_counter c
+          WHERE c.scope = p_a_scope AND c.user_id = p_user AND c.period_key = p_a_period AND c.used >= p_a_limit)
         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
         updated_at = excluded.updated_at WHERE limit_counter.used < p_a_limit;
       IF NOT FOUND THEN
@@ -44,7 +46,8 @@ BEGIN
     END IF;
     IF p_p_scope IS NOT NULL THEN
       INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at)
-        VALUES (p_p_scope, p_user, p_p_period, 1, p_now)
+        SELECT p_p_scope, p_user, p_p_period, 1, p_now WHERE NOT EXISTS (SELECT 1 FROM limit_counter c
+          WHERE c.scope = p_p_scope AND c.user_id = p_user AND c.period_key = p_p_period AND c.used >= p_p_limit)
         ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1,
         updated_at = excluded.updated_at WHERE limit_counter.used < p_p_limit;
       IF NOT FOUND THEN

@@ -11,8 +11,14 @@ std::string scope_draws(int64_t id) { return "d:" + std::to_string(id); }
 void take_limit(store::Session& s, const std::string& scope, const std::string& user, const std::string& period_key,
                 int64_t limit, Millis now) {
   if (limit <= 0) throw Rejection{Reason::limit_reached};
+  // A counter already at its limit refuses without taking the row's lock (docs/design.md §4, "A
+  // user at the limit waits for nobody"): the NOT EXISTS reads the committed counter, so the many
+  // requests of one user past the limit never queue behind each other on that row; below the limit
+  // the conditional upsert decides, under the row's lock, as before.
   int64_t n = s.exec(
-      "INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) VALUES ($1, $2, $3, 1, $4) "
+      "INSERT INTO limit_counter (scope, user_id, period_key, used, updated_at) SELECT $1, $2, $3, 1, CAST($4 AS BIGINT) "
+      "WHERE NOT EXISTS (SELECT 1 FROM limit_counter WHERE scope = $1 AND user_id = $2 AND period_key = $3 "
+      "AND used >= $5) "
       "ON CONFLICT (scope, user_id, period_key) DO UPDATE SET used = limit_counter.used + 1, "
       "updated_at = excluded.updated_at WHERE limit_counter.used < $5",
       {scope, user, period_key, now, limit});

@@ -12,6 +12,7 @@
 #include "core/embedded.hpp"
 #include "core/engine/stock.hpp"
 #include "support/fault_store.hpp"
+#include "support/jobs.hpp"
 #include "support/seed.hpp"
 
 using namespace rt;
@@ -962,4 +963,54 @@ TEST_CASE("claim chunk: a user id that is not UTF-8 never reaches the statement"
     CHECK(r.out.find("\"check\":\"identifiers\"") != std::string::npos);
     CHECK(r.out.find("626164FF") != std::string::npos);  // the user id's bytes, in hex
   }
+}
+
+TEST_CASE("claim one: a user at the limit is refused limit_reached without waiting for the counter row's lock") {
+  TestDb db;
+  db.migrate();
+  Spec s;
+  s.limit = 1;
+  s.period = "day";
+  seed(db, s);
+  rc::engine::EngineOptions full;
+  full.one_statement_claims = false;
+  auto one = engine(db, kNow);
+  auto ref = engine(db, kNow, full);
+  REQUIRE(one.engine->claim(request("u1", "first")).status == rc::engine::Status::granted);
+  const std::string key = "SELECT used FROM limit_counter WHERE user_id = 'u1'";
+  const int64_t updated = db.count("SELECT updated_at FROM limit_counter WHERE user_id = 'u1'");
+  // Both paths, each under the same condition: on PostgreSQL another session holds the counter
+  // row's lock until the claim has answered (it would wait forever for a refusal that queued on
+  // the row); on SQLite the database is the lock, so the claim runs alone.
+  int n = 0;
+  for (auto* box : {&one, &ref}) {
+    CAPTURE(n);
+    const std::string biz = "again-" + std::to_string(++n);
+    rc::engine::ClaimOutcome o;
+    if (is_pg()) {
+      auto holder = db.open();
+      std::atomic<bool> locked{false}, answered{false}, gave_up{false};
+      std::thread t([&] {
+        holder->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+          tx.query(key + " FOR UPDATE");
+          locked = true;
+          // released when the claim has answered, or after 20 s (then the claim waited on the row)
+          if (!eventually([&] { return answered.load(); }, 20)) gave_up = true;
+        });
+      });
+      REQUIRE(eventually([&] { return locked.load(); }, 20));
+      o = box->engine->claim(request("u1", biz));
+      answered = true;
+      t.join();
+      CHECK_FALSE(gave_up.load());
+    } else {
+      o = box->engine->claim(request("u1", biz));
+    }
+    CHECK(o.status == rc::engine::Status::rejected);
+    CHECK(o.reason == rc::engine::Reason::limit_reached);
+  }
+  // nothing counted, nothing touched
+  CHECK(db.count(key) == 1);
+  CHECK(db.count("SELECT updated_at FROM limit_counter WHERE user_id = 'u1'") == updated);
+  CHECK(db.count("SELECT count(*) FROM grants WHERE user_id = 'u1'") == 1);
 }
