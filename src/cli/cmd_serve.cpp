@@ -136,7 +136,7 @@ Exit run_serve(Ctx& ctx) {
   eopts.post_alert = alert_poster_or_none(ctx, kClaimAlertTimeoutMs);
   eopts.claim_log_level = spdlog::level::debug;  // the request line names the claim
   serve::ServeDeps d;
-  d.open_store = [&ctx] { return ctx.open_store(); };
+  d.open_store = [&ctx] { return ctx.open_store(/*cancel_on_signal=*/false); };
   d.engine_options = [eopts] { return eopts; };
   d.clock = ctx.clock.get();
   d.on_listening = [&ctx, &o](const std::string& address) {

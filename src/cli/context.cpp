@@ -20,18 +20,19 @@
 
 namespace rc::cli {
 
-store::StoreOptions Ctx::store_options(bool create) const {
+store::StoreOptions Ctx::store_options(bool create, bool cancel_on_signal) const {
   store::StoreOptions o;
   o.create_if_missing = create;
+  o.cancel_on_signal = cancel_on_signal;
   o.busy_timeout_ms = settings.db_busy_timeout_ms;
   o.retries = settings.db_retries;
   o.pooled = settings.db_pooler == "transaction";
   return o;
 }
 
-std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create) {
+std::unique_ptr<store::Store> Ctx::open_store_unchecked(bool create, bool cancel_on_signal) {
   auto dsn = store::parse_dsn(settings.db_url, settings.db_url_source);
-  auto s = store::open_store(dsn, store_options(create));
+  auto s = store::open_store(dsn, store_options(create, cancel_on_signal));
   sync_clock(*s);
   return s;
 }
@@ -137,8 +138,8 @@ CLI::App* activity_group(CLI::App& app) {
   }
 }
 
-std::unique_ptr<store::Store> Ctx::open_store() {
-  auto s = open_store_unchecked(false);
+std::unique_ptr<store::Store> Ctx::open_store(bool cancel_on_signal) {
+  auto s = open_store_unchecked(false, cancel_on_signal);
   store::require_current_schema(*s);
   return s;
 }

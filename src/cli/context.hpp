@@ -25,12 +25,13 @@ struct Ctx {
   std::function<Exit()> action;  // set by the subcommand that was chosen, run after parsing
 
   // Opens the configured database and refuses one whose schema is not exactly this binary's.
-  std::unique_ptr<store::Store> open_store();
+  // cancel_on_signal: StoreOptions::cancel_on_signal (off for serve's sessions)
+  std::unique_ptr<store::Store> open_store(bool cancel_on_signal = true);
   // Opens without the schema check (db migrate / db status). create: may create the SQLite file.
-  std::unique_ptr<store::Store> open_store_unchecked(bool create);
+  std::unique_ptr<store::Store> open_store_unchecked(bool create, bool cancel_on_signal = true);
   Millis now() const { return clock->now_ms(); }
   // The store options the settings give (the lease's and the drill workers' own connections too).
-  store::StoreOptions store_options(bool create = false) const;
+  store::StoreOptions store_options(bool create = false, bool cancel_on_signal = true) const;
   // The host's clock against the database's, read when the first PostgreSQL store was opened (and
   // from then on the clock of every decision: core/store/clock_sync.hpp); none on SQLite and under
   // REWARDCTL_NOW. A difference beyond db.max_clock_skew_ms is warned about on every command.

@@ -52,7 +52,10 @@ struct ServeOptions {
 };
 
 struct ServeDeps {
-  // A new session to the configured database, schema checked. Called from the workers, one at a
+  // A new session to the configured database, schema checked, opened with
+  // StoreOptions::cancel_on_signal off: a first signal lets the requests in progress finish, so no
+  // statement of a worker's session may be cancelled by it, not even one of its opening (a session
+  // opened as the signal arrived once answered a request 503). Called from the workers, one at a
   // time (the server serialises the calls). Throws rc::Error.
   std::function<std::unique_ptr<store::Store>()> open_store;
   // The options of each worker's Engine.

@@ -43,9 +43,8 @@ std::unique_ptr<store::Store> WorkerPool::open_probe() {
   std::unique_ptr<store::Store> st;
   {
     std::lock_guard<std::mutex> l(open_mu_);
-    st = open_store_();
+    st = open_store_();  // (its statements are never cancelled by a signal: ServeDeps::open_store)
   }
-  st->cancel_on_signal(false);
   return st;
 }
 

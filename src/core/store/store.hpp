@@ -218,6 +218,10 @@ struct StoreOptions {
   // get. Statements are sent unnamed (parsed each time) instead of prepared once, lock_timeout is
   // set per transaction (SET LOCAL) instead of per session, and leases are rows with an expiry.
   bool pooled = false;
+  // Whether SIGINT/SIGTERM stop this store's work from the moment it opens (Store::cancel_on_signal;
+  // off: a signal never cancels its statements, even those that open it and check its schema).
+  // Off for serve's sessions, whose requests a first signal lets finish (docs/serve.md, "Stopping").
+  bool cancel_on_signal = true;
 };
 
 struct Dsn {

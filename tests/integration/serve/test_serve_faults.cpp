@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -761,6 +762,29 @@ bool classify(Seen& seen, const std::string& biz, const httplib::Result& r) {
   return true;
 }
 
+// The lines of the server's log that name the biz id a "wrong" entry begins with (up to ':'): the
+// request's line and any error logged with it.
+std::string log_lines_of(const ServeProc& srv, const std::vector<std::string>& wrong) {
+  const std::string log = srv.err_log();
+  std::string out;
+  for (const auto& w : wrong) {
+    const std::string biz = w.substr(0, w.find(':'));
+    size_t at = 0;
+    while ((at = log.find(biz, at)) != std::string::npos) {
+      const size_t after = at + biz.size();
+      if (after < log.size() && (std::isalnum((unsigned char)log[after]) || log[after] == '-')) {
+        at = after;
+        continue;
+      }
+      size_t b = log.rfind('\n', at), e = log.find('\n', at);
+      out += "\n  " + log.substr(b == std::string::npos ? 0 : b + 1, e == std::string::npos ? e : e - b - 1);
+      at += biz.size();
+    }
+    if (out.size() > 4000) break;
+  }
+  return out;
+}
+
 std::set<std::string> grant_biz_ids(const TestDb& db) {
   auto st = db.open();
   std::set<std::string> out;
@@ -821,7 +845,7 @@ TEST_CASE("serve faults: SIGTERM under load answers every request it took comple
       std::string w;
       for (auto& x : seen.wrong) w += "\n  " + x;
       return w;
-    }());
+    }() << "\nwhat the server logged of them:" << log_lines_of(srv, seen.wrong));
     CHECK(seen.wrong.empty());
     CHECK(seen.granted.size() >= 200);
     expect_grants_match(db, seen);

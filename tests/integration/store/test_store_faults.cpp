@@ -85,6 +85,7 @@ bool wait_for(const std::function<bool()>& pred, int seconds = 120) {
 enum class Meet {
   running,       // cancel_on_signal on (as opened): SIGTERM every 100 ms while a long statement runs
   spared,        // the same with cancel_on_signal(false)
+  opened_spared, // the same, opened with StoreOptions::cancel_on_signal off (serve's sessions)
   idle_then_off  // on; one SIGTERM while the session is idle, 300 ms, off, then a statement
 };
 
@@ -108,6 +109,7 @@ int statement_under_sigterm(const std::string& url, Meet meet) {
       rc::install_interrupt_handlers();
       rc::store::StoreOptions o;
       o.create_if_missing = true;
+      o.cancel_on_signal = meet != Meet::opened_spared;
       auto st = rc::store::open_store(rc::store::parse_dsn(url, "test"), o);
       if (meet == Meet::idle_then_off) {
         kill(getpid(), SIGTERM);
@@ -153,7 +155,7 @@ size_t threads_of_this_process() {
 
 }  // namespace
 
-TEST_CASE("faults: SIGTERM stops a store's statement in progress, and not once cancel_on_signal is off") {
+TEST_CASE("faults: SIGTERM stops a store's statement in progress, and not once cancel_on_signal is off or opened off") {
   // (before any store of this process: see statement_under_sigterm)
   REQUIRE_MESSAGE(threads_of_this_process() == 1,
                   "run this case in a process of its own (ctest does): a forked child needs its own signal watcher");
@@ -165,6 +167,8 @@ TEST_CASE("faults: SIGTERM stops a store's statement in progress, and not once c
   // off (a job's record after its work stopped on a signal): the same statement runs to its end
   // through every signal
   CHECK(statement_under_sigterm(url, Meet::spared) == 0);
+  // opened with it off (a serve worker's session): no signal ever stops its statements
+  CHECK(statement_under_sigterm(url, Meet::opened_spared) == 0);
   // a cancel that reached the session while it was idle (the work's last statement had ended) stops
   // nothing after cancel_on_signal(false) returned
   CHECK(statement_under_sigterm(url, Meet::idle_then_off) == 0);

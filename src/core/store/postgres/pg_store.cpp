@@ -288,7 +288,8 @@ class PgStore : public Store {
     // (PQgetCancel + PQcancel, made for use from another thread) goes to the server on its own
     // socket, addressed by this session's backend key, which a connection pooler routes too;
     // PQgetCancel only reads what the connection fixed when it was opened.
-    cancel_changed(true);
+    cancel_on_signal_ = o.cancel_on_signal;
+    if (cancel_on_signal_) cancel_changed(true);
   }
   ~PgStore() override { remove_interrupt_action(cancel_action_); }
   // (remove_interrupt_action waits for a cancel request under way: the actions run under its lock)

@@ -241,7 +241,8 @@ class SqliteStore : public Store {
   // SIGINT/SIGTERM stop the statement in progress (sqlite3_interrupt is safe from another thread)
   // and a wait for another process's lock (SQLite's own busy handler only watches the clock).
   void on_interrupt() {
-    cancel_changed(true);
+    cancel_on_signal_ = opts_.cancel_on_signal;
+    if (cancel_on_signal_) cancel_changed(true);
     sqlite3_busy_handler(db_->getHandle(), &SqliteStore::on_busy, this);
   }
   void sever() override {
