@@ -11,7 +11,7 @@ std::string scope_draws(int64_t id) { return "d:" + std::to_string(id); }
 void take_limit(store::Session& s, const std::string& scope, const std::string& user, const std::string& period_key,
                 int64_t limit, Millis now) {
   if (limit <= 0) throw Rejection{Reason::limit_reached};
-  // A counter already at its limit refuses without taking the row's lock (docs/design.md §4, "A
+  // A counter already at its limit refuses without taking the row's lock (docs/design.md §4.3, "A
   // user at the limit waits for nobody"): the NOT EXISTS reads the committed counter, so the many
   // requests of one user past the limit never queue behind each other on that row; below the limit
   // the conditional upsert decides, under the row's lock, as before.

@@ -173,7 +173,10 @@ class Store {
   bool severed() const { return severed_; }
 
  protected:
-  explicit Store(int max_retries) : max_retries_(max_retries) {}
+  // cancel_on_signal: StoreOptions::cancel_on_signal; a backend registers its interrupt action at
+  // open when it is on.
+  explicit Store(int max_retries, bool cancel_on_signal = true)
+      : cancel_on_signal_(cancel_on_signal), max_retries_(max_retries) {}
   // Called before sleeping for retry `attempt` (0-based) after `why`; throws Error(unavailable)
   // once the configured number of retries is used up.
   void before_retry(int attempt, const std::string& why);

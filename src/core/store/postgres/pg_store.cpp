@@ -263,7 +263,7 @@ class PgBulk : public BulkWriter {
 
 class PgStore : public Store {
  public:
-  PgStore(const std::string& conninfo, const StoreOptions& o) : Store(o.retries), opts_(o), conninfo_(conninfo) {
+  PgStore(const std::string& conninfo, const StoreOptions& o) : Store(o.retries, o.cancel_on_signal), opts_(o), conninfo_(conninfo) {
     try {
       conn_ = std::make_unique<pqxx::connection>(conninfo);
     } catch (const std::exception& e) {
@@ -288,7 +288,6 @@ class PgStore : public Store {
     // (PQgetCancel + PQcancel, made for use from another thread) goes to the server on its own
     // socket, addressed by this session's backend key, which a connection pooler routes too;
     // PQgetCancel only reads what the connection fixed when it was opened.
-    cancel_on_signal_ = o.cancel_on_signal;
     if (cancel_on_signal_) cancel_changed(true);
   }
   ~PgStore() override { remove_interrupt_action(cancel_action_); }

@@ -149,7 +149,7 @@ void configure_sqlite_once() {
 
 class SqliteStore : public Store {
  public:
-  SqliteStore(const std::string& path, const StoreOptions& o) : Store(o.retries), path_(path), opts_(o) {
+  SqliteStore(const std::string& path, const StoreOptions& o) : Store(o.retries, o.cancel_on_signal), path_(path), opts_(o) {
     struct stat sb;
     bool exists = ::stat(path.c_str(), &sb) == 0;
     if (!exists && !o.create_if_missing)
@@ -241,7 +241,6 @@ class SqliteStore : public Store {
   // SIGINT/SIGTERM stop the statement in progress (sqlite3_interrupt is safe from another thread)
   // and a wait for another process's lock (SQLite's own busy handler only watches the clock).
   void on_interrupt() {
-    cancel_on_signal_ = opts_.cancel_on_signal;
     if (cancel_on_signal_) cancel_changed(true);
     sqlite3_busy_handler(db_->getHandle(), &SqliteStore::on_busy, this);
   }
