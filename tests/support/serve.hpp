@@ -15,6 +15,10 @@
 namespace rt {
 
 inline const char* kServeToken = "test-token-0123456789abcdef";
+// [serve] keys for a test that sends many requests at once to count what they grant: a request may
+// wait a minute for a free worker instead of the 2 s default, so a loaded 2-core machine does not
+// turn a count of grants into a test of the overload answer (which has its own test).
+inline const char* kPatientQueue = "queue_timeout_ms = 60000";
 
 struct ServeProc {
   // Starts `rewardctl --db URL serve --listen 127.0.0.1:0 -o json ARGS` with a config giving the

@@ -50,7 +50,7 @@ TEST_CASE("serve: 64 concurrent connections against a stock of 50 grant exactly 
   Spec s;
   s.stock = 50;
   seed(db, s);
-  ServeProc srv(db, {"--threads", "16"});
+  ServeProc srv(db, {"--threads", "16"}, kPatientQueue);  // counts stock, not overload
   auto answers = all_at_once(srv, 64, "/v1/claims",
                              [](int i) { return claim_body("act", "u" + std::to_string(i), "b" + std::to_string(i)); });
   int ok = 0, sold = 0;
@@ -71,7 +71,7 @@ TEST_CASE("serve: one bizId sent 30 times at once makes one grant and 29 replays
   TestDb db;
   db.migrate();
   seed(db, Spec{});
-  ServeProc srv(db);
+  ServeProc srv(db, {}, kPatientQueue);  // counts replays, not overload
   auto answers = all_at_once(srv, 30, "/api/receive", [](int) {
     return json{{"activityCode", "act"}, {"userId", 10001}, {"bizId", "click-10001-same"}, {"channel", "APP"}}.dump();
   });
