@@ -24,8 +24,9 @@ const std::vector<ExitInfo>& exit_table() {
       {Exit::temp_fail, "temp_fail", "lock held by another run, or a concurrent change: try again later"},
       {Exit::no_perm, "no_perm",
        "not permitted: a review or approval rule forbids it, or the database does not let this user write "
-       "(a privilege, a read-only file)"},
-      {Exit::config, "config", "configuration error, or the database schema is not at this version (run db migrate)"},
+       "(a privilege, a read-only file) or connect (its credentials)"},
+      {Exit::config, "config", "configuration error, the database named does not exist, or the database schema is not at this version "
+       "(run db migrate)"},
       {Exit::interrupted, "interrupted", "interrupted by a signal (SIGINT/SIGTERM)"},
   };
   return t;

@@ -278,6 +278,12 @@ TEST_CASE("faults: a PostgreSQL backend terminated during a batched import exits
   REQUIRE(killed == 1);
   CHECK(exit_code(status) == 69);
   CHECK(err.find("internal error") == std::string::npos);
+  // the server's reason, not libpq's "not connected": on stderr and in the run's record
+  CHECK(err.find("57P01") != std::string::npos);
+  CHECK(err.find("terminating connection due to administrator command") != std::string::npos);
+  CHECK(err.find("client encoding") == std::string::npos);
+  CHECK(db.count("SELECT count(*) FROM job_run WHERE job = 'import-qualifications' AND state = 'failed' AND "
+                 "error LIKE '%57P01: terminating connection due to administrator command%'") == 1);
   const int64_t committed = db.count("SELECT rows_committed FROM import_run WHERE state = 'running'");
   CHECK(committed > 0);
   CHECK(committed < n);
@@ -288,6 +294,158 @@ TEST_CASE("faults: a PostgreSQL backend terminated during a batched import exits
   CHECK(j["inserted"] == n);
   CHECK(db.count("SELECT count(*) FROM qualification") == n);
   CHECK(db.count("SELECT count(*) FROM import_run WHERE state = 'running'") == 0);
+}
+
+TEST_CASE("faults: a PostgreSQL session terminated while idle or inside a transaction reports the server's SQLSTATE and words, and the store reconnects") {
+  if (!is_pg()) {
+    MESSAGE("PostgreSQL only: SQLite has no server session to terminate");
+    return;
+  }
+  TestDb db;
+  db.migrate();
+  auto st = db.open();
+  auto backend_pid = [](rc::store::Session& s) { return s.query("SELECT pg_backend_pid()", {}).rows.at(0).i64(0); };
+  auto terminate = [&](int64_t pid) {
+    return db.count("SELECT count(*) FROM (SELECT pg_terminate_backend($1::int) AS t) x WHERE t", {pid});
+  };
+  auto expect_lost = [](const rc::Error& e) {
+    INFO(std::string(e.what()));
+    CHECK(e.kind() == rc::Errc::unavailable);
+    CHECK(std::string(e.what()).find("client encoding") == std::string::npos);
+    if (!is_pooled()) {
+      CHECK(std::string(e.what()).find("PostgreSQL error 57P01: terminating connection due to administrator command") !=
+            std::string::npos);
+      CHECK(std::string(e.what()).find("the server ended this session") != std::string::npos);
+    } else {
+      // PgBouncer ends the client's connection with words of its own
+      CHECK(std::string(e.what()).find("PostgreSQL") != std::string::npos);
+    }
+  };
+  if (!is_pooled()) {  // (behind the pooler an idle client holds no server session to terminate)
+    SUBCASE("idle between statements") {
+      const int64_t pid = backend_pid(st->autocommit());
+      REQUIRE(terminate(pid) == 1);
+      bool threw = false;
+      for (int i = 0; i < 50 && !threw; ++i) {  // (the session ends a moment after the call returns)
+        try {
+          st->autocommit().query("SELECT 1", {});
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        } catch (const rc::Error& e) {
+          threw = true;
+          expect_lost(e);
+        }
+      }
+      CHECK(threw);
+      // the next statement runs on a new session
+      CHECK(backend_pid(st->autocommit()) != pid);
+    }
+  }
+  SUBCASE("inside a transaction") {
+    bool threw = false;
+    int64_t pid = 0;
+    try {
+      st->transact(rc::store::TxMode::write, [&](rc::store::Tx& tx) {
+        pid = backend_pid(tx);
+        REQUIRE(terminate(pid) == 1);
+        for (int i = 0; i < 50; ++i) {
+          tx.query("SELECT 1", {});
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      });
+    } catch (const rc::Error& e) {
+      threw = true;
+      expect_lost(e);
+    }
+    CHECK(threw);
+    CHECK(backend_pid(st->autocommit()) != pid);
+  }
+}
+
+TEST_CASE("faults: a PostgreSQL server with no connection slot for the role refuses with 53300's class and hint, exit 69") {
+  if (!is_pg() || is_pooled()) {
+    MESSAGE("PostgreSQL only, direct: the role limit is the server's (PgBouncer authenticates roles of its own list)");
+    return;
+  }
+  TestDb db;
+  db.migrate();
+  const std::string role = "rc_nolimit_" + std::to_string(getpid()) + "_" + std::to_string(rand() % 100000);
+  db.open()->autocommit().exec_script("CREATE ROLE " + role + " LOGIN CONNECTION LIMIT 0");
+  auto r = run({"db", "status", "--db", db.url() + " user=" + role}, {}, "", db.dir());
+  db.open()->autocommit().exec_script("DROP ROLE " + role);
+  INFO(r.all());
+  CHECK(r.rc == 69);
+  CHECK(r.err.find("cannot connect to PostgreSQL") != std::string::npos);
+  CHECK(r.err.find("too many connections for role") != std::string::npos);
+  CHECK(r.err.find("53300") != std::string::npos);
+  CHECK(r.err.find("no connection slot free") != std::string::npos);
+  CHECK(r.err.find("check --db") == std::string::npos);
+}
+
+TEST_CASE("faults: a PostgreSQL server stopped (fast) and started again - 57P01 with the server's words, then the server named as down, then a new session") {
+  if (!is_pg() || is_pooled()) {
+    MESSAGE("PostgreSQL only, direct: the test stops a server of its own");
+    return;
+  }
+  // a server of this test's own (the shared test server stays up for the other tests)
+  const std::string script = std::string(REWARDCTL_SOURCE_DIR) + "/scripts/pgtmp.sh";
+  auto started = run_program({"bash", "-c", ". '" + script + "' && pg_tmp_start >/dev/null && "
+                                            "echo \"$PG_TMP_DSN\" && echo \"$PG_TMP_DIR\" && echo \"$PG_TMP_BIN\""});
+  REQUIRE(started.rc == 0);
+  const auto out = lines(started.out);
+  REQUIRE(out.size() == 3);
+  const std::string dsn = out[0], dir = out[1], bin = out[2];
+  const std::string as = getuid() == 0 ? "runuser -u postgres -- " : "";
+  auto pg_ctl = [&](const std::string& what) {
+    return run_program({"bash", "-c", as + bin + "/pg_ctl -D " + dir + "/data -l " + dir + "/server.log -w -t 30 " + what})
+        .rc;
+  };
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] {
+    pg_ctl("-m immediate stop");
+    std::filesystem::remove_all(dir);
+  }};
+  auto st = rc::store::open_store(rc::store::parse_dsn(dsn, "test"), store_options());
+  const int64_t pid = st->autocommit().query("SELECT pg_backend_pid()", {}).rows.at(0).i64(0);
+  REQUIRE(pg_ctl("-m fast stop") == 0);
+  try {
+    st->autocommit().query("SELECT 1", {});
+    FAIL("a statement on a stopped server succeeded");
+  } catch (const rc::Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.kind() == rc::Errc::unavailable);
+    CHECK(what.find("PostgreSQL error 57P01: terminating connection due to administrator command") != std::string::npos);
+    CHECK(what.find("client encoding") == std::string::npos);
+  }
+  try {
+    st->autocommit().query("SELECT 1", {});
+    FAIL("a statement on a stopped server succeeded");
+  } catch (const rc::Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.kind() == rc::Errc::unavailable);
+    CHECK(what.find("cannot connect again") != std::string::npos);
+    CHECK(what.find("08001: check that the server is up") != std::string::npos);
+  }
+  // (restart on a stopped server starts it with the options it last ran with, postmaster.opts)
+  REQUIRE(pg_ctl("restart") == 0);
+  CHECK(st->autocommit().query("SELECT pg_backend_pid()", {}).rows.at(0).i64(0) != pid);
+}
+
+TEST_CASE("faults: connecting to a PostgreSQL database that does not exist is a configuration error (78) naming it") {
+  if (!is_pg() || is_pooled()) {
+    MESSAGE("PostgreSQL only, direct: PgBouncer answers for its own list of databases");
+    return;
+  }
+  TestDb db;
+  auto r = run({"db", "status", "--db", db.url() + " dbname=rc_no_such_db"}, {}, "", db.dir());
+  INFO(r.all());
+  CHECK(r.rc == 78);
+  CHECK(r.err.find("database \"rc_no_such_db\" does not exist") != std::string::npos);
+  CHECK(r.err.find("3D000") != std::string::npos);
+  CHECK(r.err.find("check dbname") != std::string::npos);
 }
 
 TEST_CASE("faults: SIGTERM while a batch's statement waits stops the import at once, the batch rolled back") {
