@@ -265,8 +265,10 @@ StepResult Engine::claim_step(store::Tx& tx, const ClaimRequest& r, Millis now, 
 
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
                          const std::string& record_code, std::optional<LadderMove>* moved,
-                         std::optional<int64_t>* blocked_prize) {
-  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false, false, std::nullopt};
+                         std::optional<int64_t>* blocked_prize, std::optional<HotTake>* deferred, bool deliver_now) {
+  ClaimRun run{e, r, tx, now, {}, held_id, record_code, std::nullopt, std::nullopt, false, deferred != nullptr,
+               std::nullopt};
+  run.deliver_now = deliver_now;
   try {
     run.run();
   } catch (const Rejection&) {
@@ -274,6 +276,7 @@ GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis
     throw;
   }
   if (moved) *moved = std::move(run.ladder_move);
+  if (deferred) *deferred = run.deferred;
   return run.g;
 }
 

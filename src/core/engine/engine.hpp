@@ -146,6 +146,13 @@ class Engine {
   // Decides one held grant (held.hpp) by sending it through steps 2-8 again, then delivers it when
   // granted. dry_run: the same steps, rolled back; result would_grant or would_reject.
   HeldResult release_held(int64_t grant_id, bool dry_run);
+  // The held grants `ids` decided as release_held decides each, in one transaction: each under its
+  // own savepoint, in one lock order (by user), the hot-row takes made once at the chunk's end as
+  // claim_many makes them, a channel in the database delivering in the same commit, the others
+  // after it. One commit and one stock/budget update per chunk is what lets a release keep pace
+  // with claims running beside it (bench/release). Results in the order of `ids`; an id with no
+  // grant is left out.
+  std::vector<HeldResult> release_held_many(const std::vector<int64_t>& ids, bool dry_run);
 
   // Steps 1-8 of the common flow for several requests inside the caller's transaction tx: many
   // grants per commit (list-issue). Each request runs under its own savepoint, so a rejection undoes
@@ -179,6 +186,10 @@ class Engine {
   void announce_ladder(const LadderMove& m);
 
   store::Store& store() { return st_; }
+  // What this engine was built with: another engine on a companion store works alike (a release's
+  // workers, jobs/fuse/decide.cpp).
+  const Clock& clock() const { return clock_; }
+  const EngineOptions& options() const { return opts_; }
 
  private:
   friend struct ClaimRun;

@@ -4,7 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/audit.hpp"
+#include "core/engine/deferred_takes.hpp"
+#include "core/engine/grant_view.hpp"
 #include "core/engine/idempotency.hpp"
 #include "core/engine/rejection.hpp"
 #include "util/hash.hpp"
@@ -130,8 +135,9 @@ int Engine::hold(const ClaimRequest& r, Millis now, std::optional<int64_t> block
 
 namespace {
 
-// A held grant and the request it stands for, as release_held replays it.
+// A held grant and the request it stands for, as a release replays it.
 struct HeldGrant {
+  int64_t id = 0;
   std::string record_code;
   GrantState state = GrantState::pending;
   ClaimRequest request;  // biz_id, activity, prize (the one asked for), user, source, list_item_id, drawn
@@ -139,138 +145,194 @@ struct HeldGrant {
   std::optional<int64_t> prize_id;
 };
 
-std::optional<HeldGrant> find_held_grant(store::Store& s, int64_t grant_id) {
+// The grants `ids`, in one round trip (absent ids are left out).
+std::vector<HeldGrant> find_held_grants(store::Session& s, const std::vector<int64_t>& ids) {
+  std::string in;
+  store::Params params;
+  for (int64_t id : ids) {
+    in += (in.empty() ? "$" : ", $") + std::to_string(params.size() + 1);
+    params.push_back(id);
+  }
   auto h = s.query(
-      "SELECT g.record_code, g.biz_id, a.code, p.code, g.user_id, g.source, g.list_item_id, g.state, g.activity_id, "
-      "g.prize_id, g.draw_value, g.pool_version FROM grants g JOIN activity a ON a.id = g.activity_id "
-      "LEFT JOIN prize p ON p.id = g.prize_id "
-      "WHERE g.id = $1",
-      {grant_id});
-  if (h.empty()) return std::nullopt;
-  const auto& x = h[0];
-  HeldGrant g;
-  g.record_code = x.str(0);
-  g.request.biz_id = x.str(1);
-  g.request.activity = x.str(2);
-  g.request.prize = x.opt_str(3);
-  g.request.user = x.str(4);
-  g.request.source = x.opt_str(5);
-  g.request.list_item_id = x.opt_i64(6);
-  g.state = state_from_db<GrantState>(x.str(7));
-  g.activity_id = x.i64(8);
-  g.prize_id = x.opt_i64(9);
-  // the lottery draw the held request made: kept by the release under the same version
-  if (!x.is_null(10) && !x.is_null(11)) g.request.drawn = ClaimRequest::Drawn{x.i64(11), x.i64(10)};
-  return g;
+      "SELECT g.id, g.record_code, g.biz_id, a.code, p.code, g.user_id, g.source, g.list_item_id, g.state, "
+      "g.activity_id, g.prize_id, g.draw_value, g.pool_version FROM grants g JOIN activity a ON a.id = g.activity_id "
+      "LEFT JOIN prize p ON p.id = g.prize_id WHERE g.id IN (" + in + ")",
+      params);
+  std::vector<HeldGrant> out;
+  for (const auto& x : h.rows) {
+    HeldGrant g;
+    g.id = x.i64(0);
+    g.record_code = x.str(1);
+    g.request.biz_id = x.str(2);
+    g.request.activity = x.str(3);
+    g.request.prize = x.opt_str(4);
+    g.request.user = x.str(5);
+    g.request.source = x.opt_str(6);
+    g.request.list_item_id = x.opt_i64(7);
+    g.state = state_from_db<GrantState>(x.str(8));
+    g.activity_id = x.i64(9);
+    g.prize_id = x.opt_i64(10);
+    // the lottery draw the held request made: kept by the release under the same version
+    if (!x.is_null(11) && !x.is_null(12)) g.request.drawn = ClaimRequest::Drawn{x.i64(12), x.i64(11)};
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// One held grant's outcome inside the chunk: the result, and what the caller does after the commit.
+struct Released {
+  HeldResult res;
+  std::optional<GrantView> granted;
+  std::optional<LadderMove> ladder;
+};
+
+// Decides one held grant h inside the chunk's transaction, under its own savepoint (held.hpp): the
+// flow again; on a refusal, rolled back to the savepoint and decided by the refusal: held by the
+// event that blocks it now, run again (the fuse that stopped it was released meanwhile), or
+// rejected with the claim's reason. `defer`: the hot-row take is collected instead of made.
+Released release_one(Engine& e, store::Tx& tx, const HeldGrant& h, Millis now, bool dry_run,
+                     std::vector<HotTake>* defer, const std::string& actor) {
+  Released out;
+  HeldResult& res = out.res;
+  res.record_code = h.record_code;
+  res.state = name(h.state);
+  if (h.state != GrantState::pending) {
+    res.result = "decided";
+    return out;
+  }
+  ClaimRequest r = h.request;
+  r.dry_run = dry_run;
+  for (int reruns = 0;; ++reruns) {
+    std::optional<int64_t> stopped_by;  // held_by_fuse: the prize whose fuse stopped the flow (none: the activity's)
+    std::optional<HotTake> take;
+    Reason why = Reason::none;
+    try {
+      GrantView g = run_held_steps(e, r, tx, now, h.id, h.record_code, &out.ladder, &stopped_by,
+                                   defer ? &take : nullptr, !dry_run);
+      if (take) defer->push_back(*take);
+      if (!dry_run && h.request.list_item_id)
+        follow_held_item(tx, h.id, ListItemState::held, ListItemState::issued, std::nullopt, actor, now);
+      res.result = dry_run ? "would_grant" : "granted";
+      res.state = name(g.state);
+      out.granted = std::move(g);
+      return out;
+    } catch (const Rejection& rej) {
+      why = rej.reason;
+    } catch (const HeldGone&) {
+      tx.exec_script("ROLLBACK TO SAVEPOINT release_item");
+      res.result = "decided";
+      res.state = current_state(tx, h.id);
+      return out;
+    }
+    tx.exec_script("ROLLBACK TO SAVEPOINT release_item");
+    out.ladder.reset();
+    res.reason = why;
+    if (dry_run) {
+      res.result = why == Reason::held_by_fuse ? "still_held" : "would_reject";
+      return out;
+    }
+    res.result = "decided";
+    if (why == Reason::held_by_fuse) {
+      // Another open event still blocks it: it stays held, by that event (no state change). The
+      // event is looked for on the prize whose fuse stopped the flow (a request that named no
+      // prize is stopped by the prize its selection chose), as Engine::claim holds it. None: run
+      // again, or, past the bound, stay held by its event for that event's next release.
+      const HoldDecision d = decide_hold(tx, r.activity, stopped_by ? stopped_by : h.prize_id, reruns);
+      if (d.verdict == HoldDecision::run_again) continue;
+      if (d.verdict == HoldDecision::give_up ||
+          tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
+                  {d.event, now, h.id}) == 1) {
+        res.result = "still_held";
+        res.reason = Reason::held_by_fuse;
+        return out;
+      }
+    }
+    // The world changed while it was held: rejected with the claim's reason, once.
+    if (transition(tx, h.id, GrantState::pending, GrantState::invalid, actor,
+                   std::string("released from a fuse hold, rejected: ") + name(why), now, ", reason = $5",
+                   {name(why)})) {
+      res.result = "rejected";
+      res.state = name(GrantState::invalid);
+      if (h.request.list_item_id)
+        follow_held_item(tx, h.id, ListItemState::held, ListItemState::rejected, std::string(name(why)), actor, now);
+    } else {
+      res.state = current_state(tx, h.id);
+    }
+    return out;
+  }
 }
 
 }  // namespace
 
 HeldResult Engine::release_held(int64_t grant_id, bool dry_run) {
-  HeldResult res;
-  const auto held = find_held_grant(st_, grant_id);
-  if (!held) throw Error(Errc::internal, "held grant " + std::to_string(grant_id) + " not found");
-  res.record_code = held->record_code;
-  res.state = name(held->state);
-  if (held->state != GrantState::pending) {
-    res.result = "decided";
-    return res;
-  }
-  ClaimRequest r = held->request;
-  r.dry_run = dry_run;
-  const Millis now = clock_.now_ms();
+  auto out = release_held_many({grant_id}, dry_run);
+  if (out.empty()) throw Error(Errc::internal, "held grant " + std::to_string(grant_id) + " not found");
+  return out.front();
+}
 
-  // A release and the fuses can race: the flow can be stopped by another fuse that is released
-  // again before the follow-up below looks for it (decide_hold, as for a claim).
-  for (int reruns = 0;; ++reruns) {
-    std::optional<GrantView> granted;
-    std::optional<LadderMove> ladder;
-    std::optional<int64_t> stopped_by;  // held_by_fuse: the prize whose fuse stopped the flow (none: the activity's)
-    Reason why = Reason::none;
-    bool gone = false;
-    st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-      granted.reset();
-      ladder.reset();
-      stopped_by.reset();
-      why = Reason::none;
-      gone = false;
-      try {
-        granted = run_held_steps(*this, r, tx, now, grant_id, res.record_code, &ladder, &stopped_by);
-        if (dry_run) tx.rollback_only();
-        else follow_held_item(tx, grant_id, ListItemState::held, ListItemState::issued, std::nullopt, opts_.actor, now);
-      } catch (const Rejection& rej) {
-        why = rej.reason;
-        tx.rollback_only();
-      } catch (const HeldGone&) {
-        gone = true;
-        tx.rollback_only();
-      }
-    });
-    if (gone) {
-      res.result = "decided";
-      res.state = current_state(st_.autocommit(), grant_id);
-      return res;
+std::vector<HeldResult> Engine::release_held_many(const std::vector<int64_t>& ids, bool dry_run) {
+  if (ids.empty()) return {};
+  std::vector<HeldGrant> held = find_held_grants(st_.autocommit(), ids);
+  // One lock order for every chunk, by user (bytewise) as claim_many's, so that two releases (or a
+  // release and a list-issue chunk) with users in common never wait on each other crosswise.
+  std::stable_sort(held.begin(), held.end(), [](const HeldGrant& a, const HeldGrant& b) {
+    return a.request.user < b.request.user || (a.request.user == b.request.user && a.id < b.id);
+  });
+  const Millis now = clock_.now_ms();
+  std::vector<Released> done;
+  auto pass = [&](store::Tx& tx, std::vector<HotTake>* defer) {
+    done.clear();
+    for (const auto& h : held) {
+      // one savepoint per request, the previous one released in the same round trip
+      tx.exec_script(done.empty() ? "SAVEPOINT release_item" : "RELEASE SAVEPOINT release_item; SAVEPOINT release_item");
+      done.push_back(release_one(*this, tx, h, now, dry_run, defer, opts_.actor));
     }
-    if (granted) {
-      res.result = dry_run ? "would_grant" : "granted";
-      res.state = name(GrantState::init);
-      if (!dry_run) {
+    tx.exec_script("RELEASE SAVEPOINT release_item");
+  };
+  st_.transact(store::TxMode::write, [&](store::Tx& tx) {
+    // The hot rows once, at the chunk's end, as claim_many takes them (engine.hpp); a chunk they do
+    // not cover runs again taking as it goes, so that each request gets the answer a claim gets.
+    tx.exec_script("SAVEPOINT release_chunk");
+    std::vector<HotTake> takes;
+    pass(tx, &takes);
+    if (take_deferred(tx, takes)) {
+      tx.exec_script("RELEASE SAVEPOINT release_chunk");
+    } else {
+      tx.exec_script("ROLLBACK TO SAVEPOINT release_chunk");
+      tx.exec_script("RELEASE SAVEPOINT release_chunk");
+      lock_buckets(tx, takes);
+      pass(tx, nullptr);
+    }
+    if (dry_run) tx.rollback_only();
+  });
+  std::map<int64_t, HeldResult> by_id;
+  for (size_t k = 0; k < done.size(); ++k) {
+    Released& d = done[k];
+    if (d.granted && !dry_run) {
+      // a channel outside the database (webhook) delivers after the commit, as a claim's
+      if (d.granted->state == GrantState::init) {
         ClaimOutcome o;
-        o.grant = granted;
+        o.grant = d.granted;
         deliver_after_commit(o);
-        res.state = name(o.grant->state);
+        d.res.state = name(o.grant->state);
         if (o.grant->state == GrantState::failed)  // a definite "no" from the channel: the item says so too
           st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-            follow_held_item(tx, grant_id, ListItemState::issued, ListItemState::failed, "delivery failed", opts_.actor,
-                             clock_.now_ms());
+            follow_held_item(tx, o.grant->id, ListItemState::issued, ListItemState::failed, "delivery failed",
+                             opts_.actor, clock_.now_ms());
           });
-        if (ladder) announce_ladder(*ladder);  // after the delivery, as a claim does
       }
-      return res;
+      if (d.ladder) announce_ladder(*d.ladder);  // after the delivery, as a claim does
     }
-    res.reason = why;
-    if (dry_run) {
-      res.result = why == Reason::held_by_fuse ? "still_held" : "would_reject";
-      return res;
-    }
-    bool again = false;
-    st_.transact(store::TxMode::write, [&](store::Tx& tx) {
-      res.result = "decided";
-      again = false;
-      if (why == Reason::held_by_fuse) {
-        // Another open event still blocks it: it stays held, by that event (no state change). The
-        // event is looked for on the prize whose fuse stopped the flow (a request that named no
-        // prize is stopped by the prize its selection chose), as Engine::claim holds it. None: run
-        // again, or, past the bound, stay held by its event for that event's next release.
-        const HoldDecision d = decide_hold(tx, r.activity, stopped_by ? stopped_by : held->prize_id, reruns);
-        if (d.verdict == HoldDecision::run_again) {
-          again = true;
-          return;
-        }
-        if (d.verdict == HoldDecision::give_up ||
-            tx.exec("UPDATE grants SET fuse_event_id = $1, updated_at = $2 WHERE id = $3 AND state = 'pending'",
-                    {d.event, now, grant_id}) == 1) {
-          res.result = "still_held";
-          res.reason = Reason::held_by_fuse;
-          return;
-        }
-      }
-      // The world changed while it was held: rejected with the claim's reason, once.
-      if (transition(tx, grant_id, GrantState::pending, GrantState::invalid, opts_.actor,
-                     std::string("released from a fuse hold, rejected: ") + name(why), now, ", reason = $5",
-                     {name(why)})) {
-        res.result = "rejected";
-        follow_held_item(tx, grant_id, ListItemState::held, ListItemState::rejected, std::string(name(why)),
-                         opts_.actor, now);
-      }
-    });
-    if (again) continue;
-    break;
+    if (!dry_run)
+      spdlog::info("held record={} result={}{} state={}", d.res.record_code, d.res.result,
+                   d.res.reason == Reason::none ? "" : std::string(" reason=") + name(d.res.reason), d.res.state);
+    by_id[held[k].id] = std::move(d.res);
   }
-  res.state = current_state(st_.autocommit(), grant_id);
-  spdlog::info("held record={} result={}{} state={}", res.record_code, res.result,
-               res.reason == Reason::none ? "" : std::string(" reason=") + name(res.reason), res.state);
-  return res;
+  std::vector<HeldResult> results;
+  results.reserve(by_id.size());
+  for (int64_t id : ids)
+    if (auto it = by_id.find(id); it != by_id.end()) results.push_back(std::move(it->second)), by_id.erase(it);
+  return results;
 }
 
 }  // namespace rc::engine

@@ -93,9 +93,13 @@ bool follow_held_item(store::Session& s, int64_t grant_id, ListItemState from, L
 // Rejection (the world changed), HeldGone (already decided). Defined in claim.cpp, next to the flow.
 // `moved` (optional) receives the budget ladder step move, for the caller to announce after commit;
 // `blocked_prize` (optional), on a held_by_fuse rejection, the prize whose fuse stopped the flow
-// (none: the activity's), which need not be a prize the request asked for.
+// (none: the activity's), which need not be a prize the request asked for. `deferred` (optional):
+// the hot-row take is recorded there instead of made, as claim_many defers it (engine.hpp), for the
+// caller to make at its chunk's end (deferred_takes.hpp); it stays empty when the prize's take
+// cannot be deferred. `deliver_now`: a channel in the database delivers inside tx, as a claim's.
 GrantView run_held_steps(Engine& e, const ClaimRequest& r, store::Tx& tx, Millis now, int64_t held_id,
                          const std::string& record_code, std::optional<LadderMove>* moved = nullptr,
-                         std::optional<int64_t>* blocked_prize = nullptr);
+                         std::optional<int64_t>* blocked_prize = nullptr, std::optional<HotTake>* deferred = nullptr,
+                         bool deliver_now = false);
 
 }  // namespace rc::engine
