@@ -121,7 +121,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
       if (!claim_opt.code.empty()) check_text(claim_opt.code, "RECORD", kMaxNameBytes, true);
       if (!claim_opt.biz_id.empty()) claim_opt.biz_id = require_identifier(claim_opt.biz_id, IdKind::key, "--biz-id");
       if (!claim_opt.user.empty()) claim_opt.user = require_identifier(claim_opt.user, IdKind::user, "--user");
-      auto st = ctx.open_store();
+      auto st = ctx.open_read_store();
       std::vector<engine::GrantView> gs;
       if (!claim_opt.code.empty()) {
         if (auto g = engine::find_grant(st->autocommit(), claim_opt.code)) gs.push_back(*g);
@@ -188,7 +188,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   bal->callback([&ctx] {
     ctx.action = [&ctx] {
       claim_opt.user = require_identifier(claim_opt.user, IdKind::user, "USER");
-      auto st = ctx.open_store();
+      auto st = ctx.open_read_store();
       auto balances = store::transact(*st, store::TxMode::read,
                                       [](store::Tx& tx) { return engine::ledger_balances(tx, claim_opt.user); });
       std::vector<json> rows;
@@ -202,7 +202,7 @@ void register_claim(CLI::App& app, Ctx& ctx) {
   ent->callback([&ctx] {
     ctx.action = [&ctx] {
       claim_opt.user = require_identifier(claim_opt.user, IdKind::user, "USER");
-      auto st = ctx.open_store();
+      auto st = ctx.open_read_store();
       auto entries = store::transact(*st, store::TxMode::read,
                                      [](store::Tx& tx) { return engine::ledger_entries(tx, claim_opt.user); });
       std::vector<json> rows;

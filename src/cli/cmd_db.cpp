@@ -69,6 +69,20 @@ Exit run_status(Ctx& ctx) {
                   {"host", format_utc(ctx.now())}};
   }
   j["pooler"] = ctx.settings.db_pooler;
+  // db.read_url: the hot standby that read-only commands read from, and how far behind it is
+  if (!ctx.settings.db_read_url.empty()) {
+    try {
+      auto r = ctx.open_read_store();
+      const StandbyLag lag = standby_lag(*r);
+      j["read_url"] = {{"database", r->describe()}, {"standby", lag.in_recovery},
+                       {"replay_lag_ms", lag.replay_lag_ms ? json(*lag.replay_lag_ms) : json(nullptr)}};
+    } catch (const Error& e) {
+      j["read_url"] = {{"error", e.what()}};
+      spdlog::warn("db.read_url: {}", e.what());
+    }
+  } else {
+    j["read_url"] = nullptr;
+  }
   ctx.out.record(j);
   if (!ctx.out.json_mode()) {
     if (st.newer()) ctx.out.text("the schema is newer than this rewardctl: upgrade rewardctl");

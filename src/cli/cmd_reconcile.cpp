@@ -74,7 +74,13 @@ Exit run_reconcile(Ctx& ctx) {
   // switch, --metrics-textfile; each check is an item towards --limit, and --max-runtime or a signal
   // skips the checks not yet started (the run is stored as incomplete).
   std::optional<rec::Report> done;
+  std::unique_ptr<store::Store> standby;
   const Exit job_exit = run_job_command(ctx, "reconcile", reconcile_opt.job, [&](jobs::JobRun& run) {
+    // the checks read a hot standby's snapshot when db.read_url names one; the run is recorded here
+    if (!ctx.settings.db_read_url.empty()) {
+      standby = ctx.open_read_store();
+      o.snapshot_store = standby.get();
+    }
     o.more = [&run] {
       if (!run.more()) return false;
       run.add("checks", 1, 1);

@@ -106,7 +106,7 @@ rep::Options options(Ctx& ctx) {
 Exit one_activity(Ctx& ctx) {
   rep::Options o = options(ctx);
   o.activity = report_opt.activity;
-  auto st = ctx.open_store();
+  auto st = ctx.open_read_store();  // (a hot standby when db.read_url names one)
   const rep::Data d = rep::collect(*st, o);
   if (!report_opt.html.empty()) {
     util::write_file_atomic(report_opt.html, rep::render_activity(d, ctx.now()));
@@ -128,7 +128,7 @@ Exit one_activity(Ctx& ctx) {
 Exit index(Ctx& ctx) {
   if (report_opt.html.empty()) throw Error(Errc::usage, "report without ACTIVITY needs --html DIR (the index page and one page per activity)");
   const rep::Options base = options(ctx);
-  auto st = ctx.open_store();
+  auto st = ctx.open_read_store();  // (a hot standby when db.read_url names one)
   std::vector<rep::Data> all;
   for (auto& code : rep::activity_codes(*st)) {
     rep::Options o = base;

@@ -144,4 +144,32 @@ std::unique_ptr<store::Store> Ctx::open_store(bool cancel_on_signal) {
   return s;
 }
 
+StandbyLag standby_lag(store::Store& s) {
+  auto r = s.autocommit().query(
+      "SELECT CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END, "
+      "CAST(extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS BIGINT)", {});
+  return {r[0].i64(0) == 1, r[0].opt_i64(1)};
+}
+
+std::unique_ptr<store::Store> Ctx::open_read_store() {
+  if (settings.db_read_url.empty()) return open_store();
+  const auto primary = store::parse_dsn(settings.db_url, settings.db_url_source);
+  const auto dsn = store::parse_dsn(settings.db_read_url, settings.db_read_url_source);
+  if (primary.dialect != store::Dialect::postgres || dsn.dialect != store::Dialect::postgres)
+    throw Error(Errc::config, settings.db_read_url_source + ": db.read_url names a PostgreSQL hot standby of db.url, "
+                                  "which must be PostgreSQL too (" + settings.db_url_source + " gives " +
+                                  (primary.dialect == store::Dialect::postgres ? "PostgreSQL" : "SQLite") + ")");
+  auto s = store::open_store(dsn, store_options());
+  sync_clock(*s);  // (a command that also opens the primary, reconcile, has read its clock first)
+  store::require_current_schema(*s);
+  const StandbyLag lag = standby_lag(*s);
+  if (!lag.in_recovery)
+    spdlog::warn("{}: db.read_url is not a standby (it accepts writes): reading from it anyway", settings.db_read_url_source);
+  else
+    spdlog::info("reading from the standby ({}){}", s->describe(),
+                 lag.replay_lag_ms ? ", last replayed transaction " + std::to_string(*lag.replay_lag_ms) + " ms ago"
+                                   : std::string(": nothing replayed yet"));
+  return s;
+}
+
 }  // namespace rc::cli

@@ -27,6 +27,10 @@ struct Ctx {
   // Opens the configured database and refuses one whose schema is not exactly this binary's.
   // cancel_on_signal: StoreOptions::cancel_on_signal (off for serve's sessions)
   std::unique_ptr<store::Store> open_store(bool cancel_on_signal = true);
+  // For read-only commands (report, record show, ledger, reconcile's checks): the hot standby that
+  // db.read_url names when one is set (PostgreSQL only; schema checked; its replay lag logged),
+  // else the database, as open_store. docs/scaling.md §3.
+  std::unique_ptr<store::Store> open_read_store();
   // Opens without the schema check (db migrate / db status). create: may create the SQLite file.
   std::unique_ptr<store::Store> open_store_unchecked(bool create, bool cancel_on_signal = true);
   Millis now() const { return clock->now_ms(); }
@@ -43,6 +47,15 @@ struct Ctx {
  private:
   void sync_clock(store::Store& st);
 };
+
+// Whether a PostgreSQL server is a standby (in recovery), and how long ago the last transaction it
+// replayed committed on the primary (none: nothing replayed yet, or no standby). What a read from it
+// shows is the primary's state about that long ago.
+struct StandbyLag {
+  bool in_recovery = false;
+  std::optional<int64_t> replay_lag_ms;
+};
+StandbyLag standby_lag(store::Store& s);
 
 // Every command group, in the order --help lists them (register.cpp).
 void register_all(CLI::App& app, Ctx& ctx);

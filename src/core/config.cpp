@@ -71,7 +71,7 @@ int get_int(const std::string& path, const toml::table& t, const char* key, cons
 // [jobs] holds the job runner's pause switch (jobs.paused, jobs.stop_file), read by the job commands.
 const std::map<std::string, std::set<std::string>>& sections() {
   static const std::map<std::string, std::set<std::string>> t = {
-      {"db", {"url", "busy_timeout_ms", "retries", "pooler", "max_clock_skew_ms", "lease_ttl_ms"}},
+      {"db", {"url", "read_url", "busy_timeout_ms", "retries", "pooler", "max_clock_skew_ms", "lease_ttl_ms"}},
       {"output", {"format", "color"}},
       {"log", {"level", "file", "format"}},
       {"review", {"required", "distinct_approvers", "drill_required"}},
@@ -202,6 +202,16 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
         s.db_url = resolve_sqlite_path(url, path);
         s.db_url_source = where(path, *u);
       }
+      if (auto* u = db->get("read_url")) {
+        std::string url = get_str(path, *db, "read_url", "db.read_url", "");
+        if (url.rfind("env:", 0) == 0 || url.rfind("file:", 0) == 0) url = resolve_secret(url, "db.read_url", getenv);
+        else if (dsn_has_password(url))
+          bad(path, *u, "db.read_url holds a password: use env:NAME, a PGPASSFILE/.pgpass or PGSERVICE instead");
+        if (url.rfind("sqlite:", 0) == 0)
+          bad(path, *u, "db.read_url must name a PostgreSQL hot standby, not a SQLite file");
+        s.db_read_url = url;
+        s.db_read_url_source = where(path, *u);
+      }
       s.db_busy_timeout_ms = get_int(path, *db, "busy_timeout_ms", "db.busy_timeout_ms", s.db_busy_timeout_ms, 0,
                                      600000);
       s.db_retries = get_int(path, *db, "retries", "db.retries", s.db_retries, 0, 100);
@@ -234,6 +244,7 @@ Settings load_settings(const Overrides& flags, const GetEnv& getenv) {
 
   // 2. environment
   if (auto e = env("REWARDCTL_DB")) { s.db_url = *e; s.db_url_source = "REWARDCTL_DB"; }
+  if (auto e = env("REWARDCTL_DB_READ_URL")) { s.db_read_url = *e; s.db_read_url_source = "REWARDCTL_DB_READ_URL"; }
   if (auto e = env("REWARDCTL_DB_POOLER")) { s.db_pooler = *e; s.db_pooler_source = "REWARDCTL_DB_POOLER"; }
   if (auto e = env("REWARDCTL_OUTPUT")) s.output = *e;
   if (auto e = env("REWARDCTL_LOG_LEVEL")) s.log_level = *e;

@@ -23,6 +23,10 @@ struct Settings {
   // pooler such as PgBouncer in transaction mode: no session state, store/store.hpp StoreOptions)
   std::string db_pooler = "none";
   std::string db_pooler_source = "default";
+  // [db] read_url: a hot standby of the database (PostgreSQL) that read-only commands read from -
+  // report, record show, ledger, reconcile's checks (its run is recorded on db.url); empty: db.url
+  std::string db_read_url;
+  std::string db_read_url_source = "default";
   int db_max_clock_skew_ms = 2000;  // [db] max_clock_skew_ms: host vs database clock (core/clock.hpp)
   int db_lease_ttl_ms = 30000;      // [db] lease_ttl_ms: a row lease's life between heartbeats
   std::string output = "table";        // table | json

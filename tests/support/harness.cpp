@@ -1,5 +1,8 @@
 #include "support/harness.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "jobs/reconcile/reconcile.hpp"
 
 #include <doctest/doctest.h>
@@ -255,6 +258,28 @@ Run TestDb::ok(std::vector<std::string> args, int expect, const std::map<std::st
 
 std::unique_ptr<rc::store::Store> TestDb::open() const {
   return rc::store::open_store(rc::store::parse_dsn(url_, "test"), store_options());
+}
+
+std::string TestDb::replica_url() const {
+  REQUIRE(is_pg());
+  REQUIRE_MESSAGE(!is_pooled(), "the standby is tested on direct connections");
+  const char* r = std::getenv("REWARDCTL_TEST_PG_REPLICA");
+  REQUIRE_MESSAGE((r && *r), "REWARDCTL_TEST_PG_REPLICA is not set: run the tests with scripts/dev test, which starts the standby");
+  return std::string(r) + " options='-c search_path=" + schema_ + "'";
+}
+
+void TestDb::wait_for_replica() const {
+  auto primary = open();
+  const std::string lsn = primary->autocommit().query("SELECT CAST(pg_current_wal_lsn() AS TEXT)", {})[0].str(0);
+  auto standby = rc::store::open_store(rc::store::parse_dsn(replica_url(), "test"), store_options());
+  bool caught_up = false;
+  for (int i = 0; i < 3000 && !caught_up; ++i) {
+    caught_up = standby->autocommit()
+                    .query("SELECT CASE WHEN pg_last_wal_replay_lsn() >= CAST($1 AS pg_lsn) THEN 1 ELSE 0 END", {lsn})[0]
+                    .i64(0) == 1;
+    if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE_MESSAGE(caught_up, "the standby did not replay the primary's WAL within 30 s");
 }
 
 int64_t TestDb::count(const std::string& sql, const rc::store::Params& p) const {

@@ -64,6 +64,11 @@ class TestDb {
   // A direct connection for checking what the database holds.
   std::unique_ptr<rc::store::Store> open() const;
   int64_t count(const std::string& sql, const rc::store::Params& p = {}) const;
+  // PostgreSQL (direct): this database on the test server's hot standby (REWARDCTL_TEST_PG_REPLICA,
+  // started by scripts/dev test with scripts/pgreplica.sh; the test fails when it is not set).
+  std::string replica_url() const;
+  // Waits until the standby has replayed everything the primary has written so far.
+  void wait_for_replica() const;
   void migrate() const;
 
  private:

@@ -456,7 +456,8 @@ Report run(store::Store& st, const Options& o, const Clock& clock) {
     });
   }
   try {
-    rep.diffs = find_diffs(st, o, rep.started_at, nullptr, &rep.skipped, &rep.fingerprinted);
+    rep.diffs = find_diffs(o.snapshot_store ? *o.snapshot_store : st, o, rep.started_at, nullptr, &rep.skipped,
+                           &rep.fingerprinted);
   } catch (...) {
     store::SignalsSpare spare(st);  // (the record of the run: see Store::cancel_on_signal)
     if (rep.run_id) {

@@ -62,6 +62,10 @@ struct Options {
   // all activities on PostgreSQL first sums hashes of both sides of each heavy check, and performs
   // the check's queries only when the sums differ).
   bool exact = false;
+  // Where run() reads its one snapshot: a hot standby of the database (db.read_url; the checks
+  // need only a consistent snapshot, and a standby's is one: it replays whole transactions), while
+  // the run and its diffs are recorded on the store run() is given. Null: that store.
+  store::Store* snapshot_store = nullptr;
 };
 
 struct Report {
