@@ -21,9 +21,10 @@ TEST_CASE("serve: seed 000's loop, 200 concurrent curl for one user with distinc
   // (a loaded CI box once queued one of the 200 past the 2 s default and it was answered 503 busy, as
   // documented; the overload answer has its own test, "with every worker busy past queue_timeout_ms").
   ServeProc srv(db, {}, kPatientQueue);
-  // the seed's shell loop as written, with the token the server asks for
+  // the seed's shell loop as written, with the token the server asks for (and a bound on each
+  // request, so that a server that hangs fails the test instead of hanging it)
   std::string script = "for i in $(seq 1 200); do\n"
-                       "  curl -s -X POST http://127.0.0.1:" + std::to_string(srv.port) + "/api/receive \\\n"
+                       "  curl -s --max-time 90 -X POST http://127.0.0.1:" + std::to_string(srv.port) + "/api/receive \\\n"
                        "    -H 'Content-Type: application/json' -H 'Authorization: Bearer " + kServeToken + "' \\\n"
                        "    -d '{ \"activityCode\": \"zsff_2025\", \"userId\": 10001, \"bizId\": \"click-10001-'$i'-test\", \"channel\": \"APP\" }' &\n"
                        "done\nwait\n";
