@@ -75,7 +75,8 @@ Exit run_status(Ctx& ctx) {
       auto r = ctx.open_read_store();
       const StandbyLag lag = standby_lag(*r);
       j["read_url"] = {{"database", r->describe()}, {"standby", lag.in_recovery},
-                       {"replay_lag_ms", lag.replay_lag_ms ? json(*lag.replay_lag_ms) : json(nullptr)}};
+                       {"replay_lag_ms", lag.replay_lag_ms ? json(*lag.replay_lag_ms) : json(nullptr)},
+                       {"replay_paused", lag.replay_paused}};
     } catch (const Error& e) {
       j["read_url"] = {{"error", e.what()}};
       spdlog::warn("db.read_url: {}", e.what());

@@ -145,11 +145,36 @@ std::unique_ptr<store::Store> Ctx::open_store(bool cancel_on_signal) {
 }
 
 StandbyLag standby_lag(store::Store& s) {
+  // Caught up (everything received is replayed, and not paused): 0, however long ago the primary
+  // last wrote; else how long ago the last replayed transaction committed on the primary.
   auto r = s.autocommit().query(
       "SELECT CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END, "
-      "CAST(extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS BIGINT)", {});
-  return {r[0].i64(0) == 1, r[0].opt_i64(1)};
+      "CASE WHEN NOT pg_is_in_recovery() THEN NULL "
+      "WHEN NOT pg_is_wal_replay_paused() AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
+      "ELSE CAST(extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000 AS BIGINT) END, "
+      "CASE WHEN pg_is_in_recovery() AND pg_is_wal_replay_paused() THEN 1 ELSE 0 END",
+      {});
+  return {r[0].i64(0) == 1, r[0].opt_i64(1), r[0].i64(2) == 1};
 }
+
+namespace {
+
+// What identifies a database as a copy of another: the cluster's system identifier (the same on
+// a standby as on its primary; unreadable without the privilege: left empty), the database and
+// schema names, and when the schema's first migration was applied (a copy has the same row).
+std::vector<std::string> identity(store::Store& s) {
+  std::string system;
+  try {
+    system = s.autocommit().query("SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()", {})[0].str(0);
+  } catch (const Error&) {
+  }
+  auto r = s.autocommit().query(
+      "SELECT current_database(), current_schema(), "
+      "(SELECT CAST(min(applied_at) AS TEXT) FROM schema_migrations)", {});
+  return {system, r[0].str_or(0, ""), r[0].str_or(1, ""), r[0].str_or(2, "")};
+}
+
+}  // namespace
 
 std::unique_ptr<store::Store> Ctx::open_read_store() {
   if (settings.db_read_url.empty()) return open_store();
@@ -162,7 +187,22 @@ std::unique_ptr<store::Store> Ctx::open_read_store() {
   auto s = store::open_store(dsn, store_options());
   sync_clock(*s);  // (a command that also opens the primary, reconcile, has read its clock first)
   store::require_current_schema(*s);
+  // A standby of another cluster, database or schema would answer for other books (a reconcile of
+  // them "clean"): it must be a copy of db.url's
+  {
+    auto primary_store = store::open_store(primary, store_options());
+    const auto a = identity(*primary_store), b = identity(*s);
+    static const char* what[] = {"cluster (system identifier)", "database", "schema", "first migration time"};
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(i == 0 && (a[i].empty() || b[i].empty())) && a[i] != b[i])
+        throw Error(Errc::config, settings.db_read_url_source + ": db.read_url is not a copy of db.url (" +
+                                      settings.db_url_source + "): its " + what[i] + " is '" + b[i] + "', not '" +
+                                      a[i] + "'; name a standby of that database, with the same search_path");
+  }
   const StandbyLag lag = standby_lag(*s);
+  if (lag.replay_paused)
+    spdlog::warn("{}: replay is paused on the standby: what it shows stops at the moment it was paused",
+                 settings.db_read_url_source);
   if (!lag.in_recovery)
     spdlog::warn("{}: db.read_url is not a standby (it accepts writes): reading from it anyway", settings.db_read_url_source);
   else

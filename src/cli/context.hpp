@@ -48,12 +48,14 @@ struct Ctx {
   void sync_clock(store::Store& st);
 };
 
-// Whether a PostgreSQL server is a standby (in recovery), and how long ago the last transaction it
-// replayed committed on the primary (none: nothing replayed yet, or no standby). What a read from it
-// shows is the primary's state about that long ago.
+// Whether a PostgreSQL server is a standby (in recovery), and how far behind it is: 0 when it has
+// replayed everything it received, else how long ago the last transaction it replayed committed on
+// the primary (none: nothing replayed yet, or no standby). What a read from it shows is the
+// primary's state about that long ago.
 struct StandbyLag {
   bool in_recovery = false;
-  std::optional<int64_t> replay_lag_ms;
+  std::optional<int64_t> replay_lag_ms;  // 0 when everything received is replayed
+  bool replay_paused = false;             // pg_wal_replay_pause(): the standby shows a moment that stays
 };
 StandbyLag standby_lag(store::Store& s);
 

@@ -87,6 +87,28 @@ TEST_CASE("read_url: report, record show, ledger and reconcile read the hot stan
     auto status = last_json(db.ok({"db", "status", "-o", "json"}, 0, standby));
     CHECK(status["read_url"]["standby"] == true);
     CHECK(status["read_url"]["replay_lag_ms"].is_number_integer());
+    CHECK(status["read_url"]["replay_paused"] == true);
+  }
+  SUBCASE("a standby of another schema is refused (78): its books are not this database's") {
+    TestDb other;
+    other.migrate();
+    seed(other, Spec{});
+    other.wait_for_replica();
+    auto r = db.rc({"reconcile", "-o", "json"}, {{"REWARDCTL_DB_READ_URL", other.replica_url()}});
+    INFO(r.all());
+    CHECK(r.rc == 78);
+    CHECK(r.err.find("db.read_url is not a copy of db.url") != std::string::npos);
+    CHECK(r.err.find("schema") != std::string::npos);
+    CHECK(db.rc({"report", "act"}, {{"REWARDCTL_DB_READ_URL", other.replica_url()}}).rc == 78);
+  }
+  SUBCASE("caught up, the standby's lag does not grow with the time since the primary last wrote") {
+    // (0 when everything received is replayed; the test server is shared, so other tests' writes may
+    // be in flight: then the lag is that of their last replayed commit, well under the wait)
+    db.wait_for_replica();
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    auto status = last_json(db.ok({"db", "status", "-o", "json"}, 0, standby));
+    CHECK(status["read_url"]["replay_lag_ms"].get<int64_t>() < 3000);
+    CHECK(status["read_url"]["replay_paused"] == false);
   }
 }
 

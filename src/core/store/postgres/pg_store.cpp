@@ -167,8 +167,13 @@ std::string server_hint(const std::string& st) {
            "threads (serve --threads), raise max_connections or the role's CONNECTION LIMIT, or connect through "
            "a pooler (docs/design.md §9.2)";
   if (cls == "53") return "the server is short of a resource (disk, memory): free it, then rerun";
-  if (cls == "28") return "the server refused these credentials: check the user and password in --db or REWARDCTL_DB";
+  if (cls == "28")
+    return "the server refused these credentials: check the user and the password (PGPASSFILE/.pgpass, PGPASSWORD "
+           "or PGSERVICE) for --db or REWARDCTL_DB";
   if (st == "3D000") return "no database of that name on the server: check dbname in --db or REWARDCTL_DB";
+  if (st == "55000")
+    return "the database does not allow connections now (ALTER DATABASE ... ALLOW_CONNECTIONS, or it is being "
+           "created or dropped): ask its administrator";
   if (cls == "08") return "check that the server is up and reachable (--db, REWARDCTL_DB or PGHOST/PGPORT/PGSERVICE)";
   return "";
 }
@@ -188,7 +193,10 @@ std::string sqlstate_of_words(const std::string& msg, const std::string& fallbac
     return "57P03";
   if (has("idle-session timeout")) return "57P05";
   if (has("idle-in-transaction timeout")) return "25P03";
+  if (has("password authentication failed")) return "28P01";
+  if (has("is not currently accepting connections")) return "55000";
   if (has("authentication failed") || has("no pg_hba.conf entry") || has("password is required") ||
+      has("no password supplied") ||
       (has("role \"") && has("does not exist")))
     return "28000";
   if (has("database \"") && has("does not exist")) return "3D000";
