@@ -24,6 +24,7 @@ store::StoreOptions Ctx::store_options(bool create, bool cancel_on_signal) const
   store::StoreOptions o;
   o.create_if_missing = create;
   o.cancel_on_signal = cancel_on_signal;
+  o.reconnect = cancel_on_signal;  // (both off only for serve's sessions: StoreOptions)
   o.busy_timeout_ms = settings.db_busy_timeout_ms;
   o.retries = settings.db_retries;
   o.pooled = settings.db_pooler == "transaction";

@@ -225,6 +225,11 @@ struct StoreOptions {
   // off: a signal never cancels its statements, even those that open it and check its schema).
   // Off for serve's sessions, whose requests a first signal lets finish (docs/serve.md, "Stopping").
   bool cancel_on_signal = true;
+  // PostgreSQL: a session that ended is opened again before the next transaction (docs/design.md
+  // §9.4). Off for serve's sessions: serve opens a new session itself, and a reconnect inside a
+  // request would wait on a server that does not answer where the request's deadline (sever)
+  // cannot reach it - no socket is there yet to shut down.
+  bool reconnect = true;
 };
 
 struct Dsn {

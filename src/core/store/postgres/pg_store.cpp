@@ -472,7 +472,7 @@ class PgStore : public Store {
   // ("Connection to database failed"), so that, say, a job could not record why it failed. The
   // new session starts clean: what was not committed on the old one was rolled back by the server.
   void reopen_if_lost() {
-    if (conn_->is_open() || severed_) return;
+    if (conn_->is_open() || severed_ || !opts_.reconnect) return;
     conn_->disconnect();  // (libpqxx connects a closed connection again at its next statement)
     spdlog::info("PostgreSQL session lost: connecting again ({})", desc_);
     try {
@@ -482,6 +482,12 @@ class PgStore : public Store {
     } catch (const pqxx::broken_connection& e) {
       throw_cannot_connect("lost the PostgreSQL connection, and cannot connect again: ", e);
     }
+  }
+
+  void sever() override {
+    severed_ = true;
+    // the blocked read (or write) returns at once; libpq then reports a lost connection
+    if (int fd = conn_->sock(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
 
   Dialect dialect() const override { return Dialect::postgres; }
